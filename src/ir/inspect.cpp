@@ -1,0 +1,82 @@
+// src/ir/inspect.cpp -- Graph::inspect: an annotated dump for people (not parsed back).
+#include "rlx/ir/graph.hpp"
+#include "rlx/ir/text.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace rlx::ir {
+
+namespace {
+std::string human_bytes(int64_t b) {
+  std::ostringstream os;
+  os.precision(3);
+  if (b >= (int64_t(1) << 30))
+    os << double(b) / double(int64_t(1) << 30) << " GiB";
+  else if (b >= (1 << 20))
+    os << double(b) / double(1 << 20) << " MiB";
+  else if (b >= (1 << 10))
+    os << double(b) / double(1 << 10) << " KiB";
+  else
+    os << b << " B";
+  return os.str();
+}
+} // namespace
+
+std::string Graph::inspect() const {
+  std::ostringstream os;
+  int64_t bytes = 0;
+  bool all_static = true;
+  std::map<std::string_view, std::size_t> kinds;
+  for (const Node& n : nodes_) {
+    kinds[n.op.name()]++;
+    if (auto b = n.shape.size_bytes())
+      bytes += *b;
+    else
+      all_static = false;
+  }
+  os << "graph @" << name << " (" << nodes_.size() << " nodes, " << outputs.size() << " outputs, "
+     << (all_static ? "" : ">= ") << human_bytes(bytes) << " if every node had its own buffer)\n";
+  std::vector<std::pair<std::string_view, std::size_t>> sorted(kinds.begin(), kinds.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  os << "  op kinds:";
+  for (std::size_t i = 0; i < sorted.size(); ++i)
+    os << (i ? ", " : " ") << sorted[i].first << "=" << sorted[i].second;
+  os << "\n";
+  if (has_dynamic_dims()) {
+    os << "  dynamic symbols:";
+    for (uint32_t s : dynamic_symbols()) os << " " << Dim::dynamic(s);
+    os << "\n";
+  }
+  os << "\n";
+  for (const Node& n : nodes_) {
+    std::string line = node_to_text(*this, n.id);
+    std::vector<std::string> tags;
+    auto users_n = use_count(n.id);
+    bool is_out = std::find(outputs.begin(), outputs.end(), n.id) != outputs.end();
+    if (users_n == 0 && !is_out) tags.push_back("unused");
+    if (users_n > 1) tags.push_back(std::to_string(users_n) + " users");
+    if (is_out) tags.push_back("output");
+    if (n.loc.known()) {
+      std::string_view file = n.loc.file;
+      if (auto slash = file.rfind('/'); slash != std::string_view::npos)
+        file.remove_prefix(slash + 1);
+      tags.push_back(std::string(file) + ":" + std::to_string(n.loc.line));
+    }
+    os << "  " << line;
+    if (!tags.empty()) {
+      os << "   //";
+      for (std::size_t i = 0; i < tags.size(); ++i) os << (i ? ", " : " ") << tags[i];
+    }
+    os << "\n";
+  }
+  os << "  return";
+  for (std::size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : " ") << outputs[i];
+  os << "\n";
+  return os.str();
+}
+
+} // namespace rlx::ir

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# tests/check_layout.sh -- the project's layout rules, checked on the source tree:
+#  1. `case OpKind::` only in family files (src/ops/, src/interp/, jit/*/lower_*.cpp);
+#  2. public headers include only the standard library and rlx/...;
+#  3. LLVM headers only under jit/llvm/, asmjit only under jit/asmjit/, FFTW only in src/runtime/.
+set -u
+root=${1:?usage: check_layout.sh SOURCE_ROOT}
+cd "$root" || exit 2
+status=0
+bad=$(grep -rln 'case OpKind::' src jit tools 2>/dev/null | grep -vE '^(src/ops/|src/interp/|jit/[^/]+/lower_)')
+if [ -n "$bad" ]; then
+  echo "switch over OpKind outside family files (passes ask traits and families):"; echo "$bad"; status=1
+fi
+bad=$(grep -rhn '^#include *<' include/rlx | grep -vE '#include <(rlx/[^>]+|[a-z_]+)>' )
+if [ -n "$bad" ]; then
+  echo "public headers may include only the standard library and rlx/...:"; echo "$bad"; status=1
+fi
+bad=$(grep -rln '#include *<llvm/' src include tools tests 2>/dev/null; grep -rln '#include *<llvm/' jit | grep -v '^jit/llvm/')
+if [ -n "$bad" ]; then echo "LLVM headers outside jit/llvm/:"; echo "$bad"; status=1; fi
+bad=$(grep -rln '#include *<asmjit/' src include tools tests jit 2>/dev/null | grep -v '^jit/asmjit/')
+if [ -n "$bad" ]; then echo "asmjit headers outside jit/asmjit/:"; echo "$bad"; status=1; fi
+bad=$(grep -rln '#include *<fftw3.h>' src include tools tests jit 2>/dev/null | grep -v '^src/runtime/')
+if [ -n "$bad" ]; then echo "FFTW outside src/runtime/:"; echo "$bad"; status=1; fi
+[ $status -eq 0 ] && echo "layout rules hold"
+exit $status

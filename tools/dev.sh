@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tools/dev.sh -- the README's two commands. On a fresh Debian 12 machine (as root) each installs
+# what is missing with apt, configures with clang-19 + lld-19, builds, and then:
+#   tools/dev.sh demo   runs the main demo (examples/bert_layer: the seed's graph, printed)
+#   tools/dev.sh test   runs every test: the plain build (incl. the bounded fuzz runs) and the
+#                       ASan+UBSan build, then prints "N passed, N failed, N skipped"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(meson ninja-build pkg-config cmake ccache python3 llvm-19-dev clang-19 lld-19
+          libasmjit-dev libboost-dev libfftw3-dev doctest-dev libzstd-dev zlib1g-dev
+          clang-format-19)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}"
+}
+
+configure() { # configure DIR [meson options...]
+  local dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" --native-file native/clang19.ini "$@"
+  fi
+}
+
+summary() { # summary TESTLOG.json... -> the closing line CI reads
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+res = []
+for path in sys.argv[1:]:
+    try:
+        res += [json.loads(l)["result"] for l in open(path) if l.strip()]
+    except FileNotFoundError:
+        pass
+ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
+skip = sum(r == "SKIP" for r in res)
+print(f"{ok} passed, {len(res) - ok - skip} failed, {skip} skipped")
+PY
+}
+
+cmd=${1:-}
+case "$cmd" in
+demo)
+  install_missing
+  configure build
+  meson compile -C build bert_layer
+  ./build/examples/bert_layer
+  ;;
+test)
+  install_missing
+  configure build
+  configure build-asan -Db_sanitize=address,undefined -Dfuzz=disabled
+  rc=0
+  meson compile -C build || rc=$?
+  meson compile -C build-asan || rc=$?
+  if [ $rc -eq 0 ]; then
+    meson test -C build --print-errorlogs || rc=$?
+    meson test -C build-asan --setup=asan --print-errorlogs || rc=$?
+  fi
+  summary build/meson-logs/testlog.json build-asan/meson-logs/testlog-asan.json
+  exit $rc
+  ;;
+*)
+  echo "usage: tools/dev.sh demo|test" >&2
+  exit 2
+  ;;
+esac
