@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rlx/error.hpp"
+#include "rlx/interp.hpp"
 #include "rlx/ir/dtype.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/infer.hpp"

@@ -1,0 +1,235 @@
+// src/interp/buffer.cpp -- Buffer storage and dtype conversions (the interpreter's value model).
+#include "rlx/interp.hpp"
+
+#include "half.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace rlx::interp {
+
+using ir::DType;
+
+namespace {
+
+template <class T> T load(const std::byte* p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + i * int64_t(sizeof(T)), sizeof(T));
+  return v;
+}
+template <class T> void store(std::byte* p, int64_t i, T v) {
+  std::memcpy(p + i * int64_t(sizeof(T)), &v, sizeof(T));
+}
+
+/// Saturating float -> integer conversion (NaN -> 0), defined for every input.
+template <class T> T saturate(double v) {
+  if (std::isnan(v)) return 0;
+  constexpr double lo = double(std::numeric_limits<T>::min());
+  constexpr double hi = double(std::numeric_limits<T>::max());
+  if (v <= lo) return std::numeric_limits<T>::min();
+  if (v >= hi) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+template <class T> T clamp_int(int64_t v) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    return v;
+  } else {
+    if (v < int64_t(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (v > int64_t(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  }
+}
+
+} // namespace
+
+Buffer::Buffer(ir::Shape shape) : shape_(std::move(shape)) {
+  auto n = shape_.num_elements();
+  if (!n) fail(ErrorKind::Runtime, "buffer: shape ", ir::short_str(shape_), " is not static");
+  numel_ = *n;
+  bytes_.assign(std::size_t(numel_) * ir::size_bytes(shape_.dtype()), std::byte{0});
+}
+
+Buffer Buffer::from_f64(ir::Shape shape, std::span<const double> values) {
+  Buffer b(std::move(shape));
+  if (int64_t(values.size()) != b.numel_)
+    fail(ErrorKind::Value, "buffer: ", values.size(), " values for shape ",
+         ir::short_str(b.shape_));
+  for (int64_t i = 0; i < b.numel_; ++i) b.set_f64(i, values[std::size_t(i)]);
+  return b;
+}
+
+Buffer Buffer::from_i64(ir::Shape shape, std::span<const int64_t> values) {
+  Buffer b(std::move(shape));
+  if (int64_t(values.size()) != b.numel_)
+    fail(ErrorKind::Value, "buffer: ", values.size(), " values for shape ",
+         ir::short_str(b.shape_));
+  for (int64_t i = 0; i < b.numel_; ++i) b.set_i64(i, values[std::size_t(i)]);
+  return b;
+}
+
+Buffer Buffer::f32(std::vector<int64_t> dims, std::span<const float> values) {
+  std::vector<double> v(values.begin(), values.end());
+  return from_f64(ir::Shape::of(dims, DType::F32), v);
+}
+
+Buffer Buffer::i64(std::vector<int64_t> dims, std::span<const int64_t> values) {
+  return from_i64(ir::Shape::of(dims, DType::I64), values);
+}
+
+double Buffer::get_f64(int64_t i) const {
+  const std::byte* p = bytes_.data();
+  switch (dtype()) {
+  case DType::F32:
+    return load<float>(p, i);
+  case DType::F64:
+    return load<double>(p, i);
+  case DType::F16:
+    return detail::f16_to_f32(load<uint16_t>(p, i));
+  case DType::BF16:
+    return detail::bf16_to_f32(load<uint16_t>(p, i));
+  case DType::I8:
+    return load<int8_t>(p, i);
+  case DType::I16:
+    return load<int16_t>(p, i);
+  case DType::I32:
+    return load<int32_t>(p, i);
+  case DType::I64:
+    return double(load<int64_t>(p, i));
+  case DType::U8:
+    return load<uint8_t>(p, i);
+  case DType::U32:
+    return load<uint32_t>(p, i);
+  case DType::Bool:
+    return load<uint8_t>(p, i) ? 1.0 : 0.0;
+  case DType::C64:
+    return load<float>(p, 2 * i);
+  }
+  return 0;
+}
+
+int64_t Buffer::get_i64(int64_t i) const {
+  const std::byte* p = bytes_.data();
+  switch (dtype()) {
+  case DType::I8:
+    return load<int8_t>(p, i);
+  case DType::I16:
+    return load<int16_t>(p, i);
+  case DType::I32:
+    return load<int32_t>(p, i);
+  case DType::I64:
+    return load<int64_t>(p, i);
+  case DType::U8:
+    return load<uint8_t>(p, i);
+  case DType::U32:
+    return load<uint32_t>(p, i);
+  case DType::Bool:
+    return load<uint8_t>(p, i) ? 1 : 0;
+  default:
+    return saturate<int64_t>(get_f64(i));
+  }
+}
+
+void Buffer::set_f64(int64_t i, double v) {
+  std::byte* p = bytes_.data();
+  switch (dtype()) {
+  case DType::F32:
+    store<float>(p, i, static_cast<float>(v));
+    break;
+  case DType::F64:
+    store<double>(p, i, v);
+    break;
+  case DType::F16:
+    store<uint16_t>(p, i, detail::f32_to_f16(static_cast<float>(v)));
+    break;
+  case DType::BF16:
+    store<uint16_t>(p, i, detail::f32_to_bf16(static_cast<float>(v)));
+    break;
+  case DType::I8:
+    store<int8_t>(p, i, saturate<int8_t>(v));
+    break;
+  case DType::I16:
+    store<int16_t>(p, i, saturate<int16_t>(v));
+    break;
+  case DType::I32:
+    store<int32_t>(p, i, saturate<int32_t>(v));
+    break;
+  case DType::I64:
+    store<int64_t>(p, i, saturate<int64_t>(v));
+    break;
+  case DType::U8:
+    store<uint8_t>(p, i, saturate<uint8_t>(v));
+    break;
+  case DType::U32:
+    store<uint32_t>(p, i, saturate<uint32_t>(v));
+    break;
+  case DType::Bool:
+    store<uint8_t>(p, i, v != 0.0 ? 1 : 0);
+    break;
+  case DType::C64:
+    set_c64(i, {static_cast<float>(v), 0.0f});
+    break;
+  }
+}
+
+void Buffer::set_i64(int64_t i, int64_t v) {
+  std::byte* p = bytes_.data();
+  switch (dtype()) {
+  case DType::I8:
+    store<int8_t>(p, i, clamp_int<int8_t>(v));
+    break;
+  case DType::I16:
+    store<int16_t>(p, i, clamp_int<int16_t>(v));
+    break;
+  case DType::I32:
+    store<int32_t>(p, i, clamp_int<int32_t>(v));
+    break;
+  case DType::I64:
+    store<int64_t>(p, i, v);
+    break;
+  case DType::U8:
+    store<uint8_t>(p, i, clamp_int<uint8_t>(v));
+    break;
+  case DType::U32:
+    store<uint32_t>(p, i, clamp_int<uint32_t>(v));
+    break;
+  case DType::Bool:
+    store<uint8_t>(p, i, v != 0 ? 1 : 0);
+    break;
+  default:
+    set_f64(i, double(v));
+    break;
+  }
+}
+
+std::complex<float> Buffer::get_c64(int64_t i) const {
+  if (dtype() != DType::C64) return {static_cast<float>(get_f64(i)), 0.0f};
+  return {load<float>(bytes_.data(), 2 * i), load<float>(bytes_.data(), 2 * i + 1)};
+}
+
+void Buffer::set_c64(int64_t i, std::complex<float> v) {
+  if (dtype() != DType::C64) return set_f64(i, v.real());
+  store<float>(bytes_.data(), 2 * i, v.real());
+  store<float>(bytes_.data(), 2 * i + 1, v.imag());
+}
+
+std::vector<double> Buffer::to_f64() const {
+  std::vector<double> out(static_cast<std::size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[std::size_t(i)] = get_f64(i);
+  return out;
+}
+
+std::vector<int64_t> Buffer::to_i64() const {
+  std::vector<int64_t> out(static_cast<std::size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[std::size_t(i)] = get_i64(i);
+  return out;
+}
+
+std::vector<float> Buffer::to_f32() const {
+  std::vector<float> out(static_cast<std::size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[std::size_t(i)] = static_cast<float>(get_f64(i));
+  return out;
+}
+
+} // namespace rlx::interp

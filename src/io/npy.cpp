@@ -1,0 +1,1 @@
+// src/io/npy.cpp -- (placeholder)

@@ -1,0 +1,1 @@
+// src/ir/builders_data.cpp -- (placeholder)

@@ -1,0 +1,1 @@
+// src/ir/builders_nn.cpp -- (placeholder)

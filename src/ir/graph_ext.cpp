@@ -1,0 +1,1 @@
+// src/ir/graph_ext.cpp -- (placeholder)
