@@ -1,1 +1,179 @@
+// tests/test_fixtures.cpp -- runs every op fixture in tests/fixtures/ops (numpy/torch references).
+#include <rlx/io/npy.hpp>
+#include <rlx/rlx.hpp>
+
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace rlx;
+using interp::Buffer;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fixtures_dir() { return fs::path(RLX_SOURCE_DIR) / "tests" / "fixtures" / "ops"; }
+
+/// The case folders, sorted by name.
+std::vector<fs::path> case_dirs() {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(fixtures_dir()))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail(ErrorKind::Io, "cannot read ", p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Tolerance {
+  double rtol = 0, atol = 0;
+};
+
+Tolerance read_tolerance(const fs::path& p) {
+  std::istringstream in(read_text(p));
+  Tolerance t;
+  if (!(in >> t.rtol >> t.atol) || t.rtol < 0 || t.atol < 0)
+    fail(ErrorKind::Parse, p.string(), ": expected \"rtol atol\"");
+  return t;
+}
+
+/// |a - b| <= atol + rtol * |b|; NaN matches NaN, an infinity matches the same infinity.
+bool close(double a, double b, Tolerance t) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::fabs(a - b) <= t.atol + t.rtol * std::fabs(b);
+}
+
+std::string index_str(const ir::Shape& s, int64_t flat) {
+  std::vector<int64_t> sizes = s.sizes(), idx(sizes.size(), 0);
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    idx[i] = sizes[i] ? flat % sizes[i] : 0;
+    flat = sizes[i] ? flat / sizes[i] : 0;
+  }
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < idx.size(); ++i) os << (i ? ", " : "") << idx[i];
+  os << "]";
+  return os.str();
+}
+
+/// Empty when `got` matches `want`; otherwise what differs (first mismatching element).
+std::string compare(const Buffer& got, const Buffer& want, Tolerance tol) {
+  std::ostringstream os;
+  if (got.shape() != want.shape()) {
+    os << "shape " << ir::short_str(got.shape()) << ", expected " << ir::short_str(want.shape());
+    return os.str();
+  }
+  ir::DType t = want.dtype();
+  int64_t bad = -1, count = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    bool ok;
+    if (ir::is_int(t) || ir::is_bool(t)) {
+      ok = got.get_i64(i) == want.get_i64(i); // integers and booleans: exact
+    } else if (ir::is_complex(t)) {
+      auto a = got.get_c64(i), b = want.get_c64(i);
+      ok = close(a.real(), b.real(), tol) && close(a.imag(), b.imag(), tol);
+    } else {
+      ok = close(got.get_f64(i), want.get_f64(i), tol);
+    }
+    if (!ok && bad < 0) bad = i;
+    count += !ok;
+  }
+  if (bad < 0) return "";
+  os.precision(17);
+  os << count << " of " << want.numel() << " elements differ; first at index "
+     << index_str(want.shape(), bad) << " (flat " << bad << "): got ";
+  if (ir::is_int(t) || ir::is_bool(t))
+    os << got.get_i64(bad) << ", expected " << want.get_i64(bad);
+  else if (ir::is_complex(t))
+    os << got.get_c64(bad) << ", expected " << want.get_c64(bad);
+  else
+    os << got.get_f64(bad) << ", expected " << want.get_f64(bad);
+  os << " (rtol " << tol.rtol << ", atol " << tol.atol << ")";
+  return os.str();
+}
+
+/// Runs one case; returns "" on success or why it failed.
+std::string run_case(const fs::path& dir) {
+  ir::Graph g = ir::parse_text(read_text(dir / "graph.rlx"), (dir / "graph.rlx").string());
+  ir::verify(g);
+  interp::Feed inputs, params;
+  for (const ir::Node& n : g.nodes()) {
+    ir::OpKind k = n.op.kind();
+    if (k != ir::OpKind::Input && k != ir::OpKind::Param) continue;
+    const std::string& leaf = n.op.attrs<ir::LeafAttrs>().name;
+    (k == ir::OpKind::Input ? inputs : params)[leaf] =
+        io::load_npy((dir / (leaf + ".npy")).string());
+  }
+  Tolerance tol = read_tolerance(dir / "tol.txt");
+  std::vector<Buffer> outs = interp::run(g, inputs, params);
+  std::ostringstream problems;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    fs::path want_path = dir / ("expected_" + std::to_string(i) + ".npy");
+    std::string diff = compare(outs[i], io::load_npy(want_path.string()), tol);
+    if (!diff.empty()) problems << "output " << i << ": " << diff << "; ";
+  }
+  if (fs::exists(dir / ("expected_" + std::to_string(outs.size()) + ".npy")))
+    problems << "more expected_<i>.npy files than graph outputs (" << outs.size() << "); ";
+  return problems.str();
+}
+
+} // namespace
+
+TEST_CASE("fixtures: every op case in tests/fixtures/ops matches its numpy/torch reference") {
+  std::vector<fs::path> dirs = case_dirs();
+  REQUIRE(dirs.size() >= 50);
+  std::vector<std::string> failed;
+  for (const fs::path& dir : dirs) {
+    std::string name = dir.filename().string();
+    INFO("case " << name);
+    std::string problem;
+    try {
+      problem = run_case(dir);
+    } catch (const Error& e) {
+      problem = "rlx::Error (" + std::string(error_kind_name(e.kind())) + "): " + e.what();
+    } catch (const std::exception& e) {
+      problem = std::string("unexpected exception: ") + e.what();
+    }
+    if (!problem.empty()) {
+      failed.push_back(name + ": " + problem);
+      FAIL_CHECK(problem);
+    }
+  }
+  std::ostringstream summary;
+  for (const auto& f : failed) summary << "\n  " << f;
+  INFO(failed.size() << " of " << dirs.size() << " cases failed:" << summary.str());
+  CHECK(failed.empty());
+}
+
+TEST_CASE("fixtures: every op kind of the table except input and param has a fixture") {
+  std::set<ir::OpKind> seen;
+  for (const fs::path& dir : case_dirs()) {
+    INFO("case " << dir.filename().string());
+    ir::Graph g = ir::parse_text(read_text(dir / "graph.rlx"));
+    for (const ir::Node& n : g.nodes()) seen.insert(n.op.kind());
+  }
+  std::string missing;
+  for (std::size_t k = 0; k < ir::kNumOps; ++k) {
+    auto kind = static_cast<ir::OpKind>(k);
+    if (kind == ir::OpKind::Input || kind == ir::OpKind::Param) continue;
+    if (!seen.count(kind))
+      missing += (missing.empty() ? "" : ", ") + std::string(ir::op_name(kind));
+  }
+  INFO("op kinds without a fixture: " << missing);
+  CHECK(missing.empty());
+}

@@ -3,6 +3,7 @@
 
 #include "rlx/error.hpp"
 #include "rlx/interp.hpp"
+#include "rlx/io/npy.hpp"
 #include "rlx/ir/dtype.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/infer.hpp"
@@ -12,3 +13,4 @@
 #include "rlx/ir/shape.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "rlx/passes.hpp"

@@ -212,6 +212,20 @@ Buffer eval_elementwise(const ir::Node& n, Operands in) {
         out.set_c64(i, k == OpKind::Neg ? -x.get_c64(i) : x.get_c64(i));
       return out;
     }
+    if (int_domain(x.dtype()) && k == OpKind::Clamp) {
+      // Compare in double; a bound that is hit is stored like any float (toward zero, saturating).
+      const auto& c = n.op.attrs<ir::ClampAttrs>();
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        int64_t v = x.get_i64(i);
+        if (double(v) < c.min)
+          out.set_f64(i, c.min);
+        else if (double(v) > c.max)
+          out.set_f64(i, c.max);
+        else
+          out.set_i64(i, v);
+      }
+      return out;
+    }
     if (int_domain(x.dtype())) {
       for (int64_t i = 0; i < out.numel(); ++i) out.set_i64(i, unary_int(k, x.get_i64(i)));
       return out;

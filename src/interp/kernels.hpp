@@ -30,6 +30,15 @@ bool conv_pool_has(ir::OpKind k);
 /// An activation's scalar rule on one value (default attributes, e.g. leaky_relu alpha 0.01).
 double apply_activation(ir::Activation act, double x);
 
+/// Whether `operand` broadcasts to `out` under NumPy rules (right-aligned, 1 stretches).
+inline bool broadcasts_to(const std::vector<int64_t>& operand, const std::vector<int64_t>& out) {
+  if (operand.size() > out.size()) return false;
+  std::size_t off = out.size() - operand.size();
+  for (std::size_t i = 0; i < operand.size(); ++i)
+    if (operand[i] != 1 && operand[i] != out[off + i]) return false;
+  return true;
+}
+
 /// Row-major strides of static sizes.
 std::vector<int64_t> strides_of(std::span<const int64_t> sizes);
 

@@ -1,13 +1,246 @@
-// src/interp/movement.cpp -- interpreter kernels of the movement family (placeholder until they
-// land).
+// src/interp/movement.cpp -- movement and index kernels: reshape, transpose, narrow, slice, concat,
+// expand, reverse, pad, gather. Elements are copied as raw bytes, so every dtype works.
+// transpose/narrow/slice/expand/reverse are one strided copy: each output axis reads the input
+// with a (possibly zero or negative) stride from a base offset.
 #include "kernels.hpp"
+
+#include <cmath>
+#include <cstring>
 
 namespace rlx::interp::detail {
 
-bool movement_has(ir::OpKind) { return false; }
+using ir::DType;
+using ir::OpKind;
 
-Buffer eval_movement(const ir::Node& n, Operands) {
-  fail(ErrorKind::Unsupported, "interp: no kernel for op ", n.op.name(), " yet");
+namespace {
+
+/// A view of the input: out[c] = in[base + sum_a c[a] * strides[a]] over the output's sizes.
+struct View {
+  int64_t base = 0;
+  std::vector<int64_t> strides;
+};
+
+/// The node's output read element by element through the view (an odometer over its sizes).
+Buffer copy_view(const ir::Node& n, const Buffer& in, const View& v) {
+  Buffer out(n.shape);
+  std::vector<int64_t> sizes = out.shape().sizes();
+  std::size_t es = ir::size_bytes(in.dtype());
+  const std::byte* src = in.bytes().data();
+  std::byte* dst = out.bytes().data();
+  std::vector<int64_t> coord(sizes.size(), 0);
+  int64_t off = v.base;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    RLX_CHECK(off >= 0 && off < in.numel(), "movement view reads element ", off, " of ",
+              ir::short_str(in.shape()));
+    std::memcpy(dst + std::size_t(i) * es, src + std::size_t(off) * es, es);
+    for (std::size_t a = sizes.size(); a-- > 0;) {
+      if (++coord[a] < sizes[a]) {
+        off += v.strides[a];
+        break;
+      }
+      off -= (sizes[a] - 1) * v.strides[a];
+      coord[a] = 0;
+    }
+  }
+  return out;
+}
+
+/// The identity view of x (its own row-major strides).
+View identity(const Buffer& x) {
+  std::vector<int64_t> sizes = x.shape().sizes();
+  return View{0, strides_of(sizes)};
+}
+
+View transpose_view(const ir::Node& n, const Buffer& x) {
+  View in = identity(x);
+  const ir::Ints& perm = n.op.attrs<ir::TransposeAttrs>().perm;
+  View v;
+  for (int64_t p : perm) v.strides.push_back(in.strides[std::size_t(norm_axis(p, perm.size()))]);
+  return v;
+}
+
+View expand_view(const ir::Node& n, const Buffer& x) {
+  std::vector<int64_t> in_sizes = x.shape().sizes();
+  View in = identity(x);
+  std::size_t off = n.shape.rank() - in_sizes.size();
+  View v;
+  v.strides.assign(n.shape.rank(), 0);
+  for (std::size_t a = 0; a < in_sizes.size(); ++a)
+    if (in_sizes[a] != 1) v.strides[off + a] = in.strides[a];
+  return v;
+}
+
+View reverse_view(const ir::Node& n, const Buffer& x) {
+  std::vector<int64_t> sizes = x.shape().sizes();
+  View v = identity(x);
+  std::vector<bool> flip(sizes.size(), false);
+  for (int64_t a : n.op.attrs<ir::ReverseAttrs>().axes)
+    flip[std::size_t(norm_axis(a, sizes.size()))] = true; // listing an axis twice flips it once
+  for (std::size_t a = 0; a < sizes.size(); ++a) {
+    if (!flip[a] || sizes[a] == 0) continue;
+    v.base += (sizes[a] - 1) * v.strides[a];
+    v.strides[a] = -v.strides[a];
+  }
+  return v;
+}
+
+/// narrow is slice with step 1.
+View slice_view(const Buffer& x, int64_t axis, int64_t start, int64_t step) {
+  View v = identity(x);
+  std::size_t a = std::size_t(norm_axis(axis, x.shape().rank()));
+  v.base = start * v.strides[a];
+  v.strides[a] *= step;
+  return v;
+}
+
+Buffer concat(const ir::Node& n, Operands in) {
+  Buffer out(n.shape);
+  int64_t axis = norm_axis(n.op.attrs<ir::ConcatAttrs>().axis, n.shape.rank());
+  AxisSplit os = split_at(n.shape, axis);
+  std::size_t es = ir::size_bytes(out.dtype());
+  int64_t at = 0; // offset along the axis of the current operand
+  for (const Buffer* b : in) {
+    AxisSplit s = split_at(b->shape(), axis);
+    std::size_t chunk = std::size_t(s.len * s.inner) * es;
+    for (int64_t o = 0; o < s.outer && chunk != 0; ++o)
+      std::memcpy(out.bytes().data() + std::size_t((o * os.len + at) * os.inner) * es,
+                  b->bytes().data() + std::size_t(o) * chunk, chunk);
+    at += s.len;
+  }
+  return out;
+}
+
+/// Where output coordinate c (before padding is removed) reads on an axis of size len; -1 for
+/// the constant fill.
+int64_t pad_source(ir::PadMode mode, int64_t c, int64_t len) {
+  if (c >= 0 && c < len) return c;
+  switch (mode) {
+  case ir::PadMode::Edge:
+    return c < 0 ? 0 : len - 1;
+  case ir::PadMode::Reflect: {
+    if (len == 1) return 0;
+    int64_t period = 2 * (len - 1); // numpy 'reflect': mirror about the edges, edges not repeated
+    int64_t r = c % period;
+    if (r < 0) r += period;
+    return r < len ? r : period - r;
+  }
+  case ir::PadMode::Constant:
+    break;
+  }
+  return -1;
+}
+
+Buffer pad(const ir::Node& n, const Buffer& x) {
+  const auto& attrs = n.op.attrs<ir::PadAttrs>();
+  Buffer out(n.shape);
+  Buffer fill(ir::Shape::scalar(out.dtype()));
+  fill.set_f64(0, attrs.value);
+  std::vector<int64_t> in_sizes = x.shape().sizes(), out_sizes = n.shape.sizes();
+  std::vector<int64_t> in_strides = strides_of(in_sizes);
+  std::size_t rank = in_sizes.size(), es = ir::size_bytes(out.dtype());
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t src = 0;
+    for (std::size_t a = 0; a < rank && src >= 0; ++a) {
+      int64_t c = pad_source(attrs.mode, coord[a] - attrs.pads[2 * a], in_sizes[a]);
+      src = c < 0 ? -1 : src + c * in_strides[a];
+    }
+    const std::byte* from =
+        src < 0 ? fill.bytes().data() : x.bytes().data() + std::size_t(src) * es;
+    std::memcpy(out.bytes().data() + std::size_t(i) * es, from, es);
+    for (std::size_t a = rank; a-- > 0;) {
+      if (++coord[a] < out_sizes[a]) break;
+      coord[a] = 0;
+    }
+  }
+  return out;
+}
+
+Buffer gather(const ir::Node& n, const Buffer& table, const Buffer& idx) {
+  int64_t axis = norm_axis(n.op.attrs<ir::GatherAttrs>().axis, table.shape().rank());
+  AxisSplit s = split_at(table.shape(), axis);
+  auto bad = [&](const auto& shown, const char* why) {
+    fail(ErrorKind::Value, n.op.name(), ": index ", shown, why, axis, " of size ", s.len,
+         " (table ", ir::short_str(table.shape()), ", indices ", ir::short_str(idx.shape()), ")");
+  };
+  // Validate every index first; negative ones count from the end.
+  std::vector<int64_t> pos(std::size_t(idx.numel()));
+  bool float_indices = ir::is_float(idx.dtype());
+  for (int64_t j = 0; j < idx.numel(); ++j) {
+    int64_t p;
+    if (float_indices) {
+      double v = idx.get_f64(j);
+      if (std::isnan(v)) bad("NaN", " is not a valid index for axis ");
+      double t = std::trunc(v);
+      if (t < -double(s.len) || t >= double(s.len)) bad(v, " is out of range for axis ");
+      p = int64_t(t);
+    } else {
+      p = idx.get_i64(j);
+      if (p < -s.len || p >= s.len) bad(p, " is out of range for axis ");
+    }
+    pos[std::size_t(j)] = p < 0 ? p + s.len : p;
+  }
+  Buffer out(n.shape);
+  std::size_t es = ir::size_bytes(out.dtype()), row = std::size_t(s.inner) * es;
+  int64_t m = idx.numel();
+  for (int64_t o = 0; o < s.outer && row != 0; ++o)
+    for (int64_t j = 0; j < m; ++j)
+      std::memcpy(out.bytes().data() + std::size_t(o * m + j) * row,
+                  table.bytes().data() + std::size_t(o * s.len + pos[std::size_t(j)]) * row, row);
+  return out;
+}
+
+} // namespace
+
+bool movement_has(OpKind k) {
+  switch (k) {
+  case OpKind::Reshape:
+  case OpKind::Transpose:
+  case OpKind::Narrow:
+  case OpKind::Slice:
+  case OpKind::Concat:
+  case OpKind::Expand:
+  case OpKind::Reverse:
+  case OpKind::Pad:
+  case OpKind::Gather:
+    return true;
+  default:
+    return false;
+  }
+}
+
+Buffer eval_movement(const ir::Node& n, Operands in) {
+  const Buffer& x = *in[0];
+  switch (n.op.kind()) {
+  case OpKind::Reshape: {
+    Buffer out(n.shape);
+    if (!x.bytes().empty()) std::memcpy(out.bytes().data(), x.bytes().data(), x.bytes().size());
+    return out;
+  }
+  case OpKind::Transpose:
+    return copy_view(n, x, transpose_view(n, x));
+  case OpKind::Narrow: {
+    const auto& a = n.op.attrs<ir::NarrowAttrs>();
+    return copy_view(n, x, slice_view(x, a.axis, a.start, 1));
+  }
+  case OpKind::Slice: {
+    const auto& a = n.op.attrs<ir::SliceAttrs>();
+    return copy_view(n, x, slice_view(x, a.axis, a.start, a.step));
+  }
+  case OpKind::Expand:
+    return copy_view(n, x, expand_view(n, x));
+  case OpKind::Reverse:
+    return copy_view(n, x, reverse_view(n, x));
+  case OpKind::Concat:
+    return concat(n, in);
+  case OpKind::Pad:
+    return pad(n, x);
+  case OpKind::Gather:
+    return gather(n, x, *in[1]);
+  default:
+    break;
+  }
+  fail(ErrorKind::Unsupported, "interp: no movement kernel for op ", n.op.name());
 }
 
 } // namespace rlx::interp::detail

@@ -134,8 +134,9 @@ NodeId Graph::param(std::string n, Shape shape, Loc loc) {
                      loc);
 }
 
-NodeId Graph::build(Op op, std::vector<NodeId> inputs, const Shape& declared, const Loc& loc) {
-  std::vector<Shape> shapes;
+std::optional<Shape> Graph::infer_operands(const Op& op, const std::vector<NodeId>& inputs,
+                                           std::vector<Shape>& shapes, const Loc& loc) const {
+  shapes.clear();
   shapes.reserve(inputs.size());
   for (NodeId in : inputs) {
     if (in.index >= nodes_.size())
@@ -143,12 +144,16 @@ NodeId Graph::build(Op op, std::vector<NodeId> inputs, const Shape& declared, co
            rlx::detail::at_loc(loc));
     shapes.push_back(nodes_[in.index].shape);
   }
-  std::optional<Shape> inferred;
   try {
-    inferred = infer_shape(op, shapes);
+    return infer_shape(op, shapes);
   } catch (const Error& e) {
     throw Error(e.kind(), e.what() + rlx::detail::at_loc(loc));
   }
+}
+
+NodeId Graph::build(Op op, std::vector<NodeId> inputs, const Shape& declared, const Loc& loc) {
+  std::vector<Shape> shapes;
+  std::optional<Shape> inferred = infer_operands(op, inputs, shapes, loc);
   if (inferred && !shapes_compatible(*inferred, declared)) {
     std::string operands;
     for (const Shape& s : shapes) operands += (operands.empty() ? "" : ", ") + short_str(s);

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rlx::ir {
@@ -67,6 +68,234 @@ public:
   NodeId binary(BinaryOp op, NodeId lhs, NodeId rhs, Shape out_shape, Loc loc = Loc::current());
   NodeId activation(Activation act, NodeId input, Shape shape, Loc loc = Loc::current());
 
+  // The builders below follow the seed's names and argument order (src/ir/builders_*.cpp,
+  // src/ir/graph_ext.cpp). Those without a Shape argument infer it with the op's shape rule
+  // (rlx/ir/infer.hpp); those with one check it like matmul. Either way a misfit is an
+  // rlx::Error naming the op, the operand shapes and the caller's line, and nothing is appended.
+  // Sizes and axes are int64_t; a negative axis counts from the end. Ints2/Ints3 are
+  // std::array<int64_t, 2/3>.
+
+  // ---- Element-wise
+  /// Convert x to dtype `to` (same shape).
+  NodeId cast(NodeId x, DType to, Loc loc = Loc::current());
+  /// Rank-0 broadcastable scalar (Op::Constant holding the value's little-endian bytes). F16 and
+  /// BF16 are lowered as an f32 constant plus a cast. An rlx::Error when `value` does not fit
+  /// `dtype` (see try_constant).
+  NodeId constant(double value, DType dtype, Loc loc = Loc::current());
+  /// Fallible constant: nullopt (and nothing appended) when the dtype cannot hold `value`:
+  /// integers need an integral value in range (no NaN or inf), bool needs 0 or 1, floats (and
+  /// c64, imaginary part 0) round to nearest but a finite value beyond the largest finite value
+  /// of the dtype is out of range. F16/BF16 values that fit lower as in constant.
+  std::optional<NodeId> try_constant(double value, DType dtype, Loc loc = Loc::current());
+  /// Identity forward, zero backward (PyTorch's detach, jax.lax.stop_gradient).
+  NodeId stop_gradient(NodeId x, Loc loc = Loc::current());
+  /// Element-wise select: cond ? on_true : on_false, all three broadcast.
+  NodeId where_(NodeId cond, NodeId on_true, NodeId on_false, Loc loc = Loc::current());
+  /// Clamp x to [min, max] (an infinite bound is open); an rlx::Error when min > max or NaN.
+  NodeId clamp(NodeId x, double min, double max, Loc loc = Loc::current());
+
+  // ---- Reductions and scans (explicit shapes)
+  /// Reduce over `axes` (kept as size 1 with keep_dim).
+  NodeId reduce(NodeId input, ReduceOp op, std::vector<int64_t> axes, bool keep_dim, Shape shape,
+                Loc loc = Loc::current());
+  /// Numerically stable softmax along `axis`.
+  NodeId softmax(NodeId input, int64_t axis, Shape shape, Loc loc = Loc::current());
+  /// Cumulative sum along an axis (output shape == input shape); exclusive shifts by one.
+  NodeId cumsum(NodeId input, int64_t axis, bool exclusive, Shape shape, Loc loc = Loc::current());
+  /// Index of the max along `axis` (i64 indices).
+  NodeId argmax(NodeId input, int64_t axis, bool keep_dim, Shape shape, Loc loc = Loc::current());
+  /// Index of the min along `axis` (i64 indices).
+  NodeId argmin(NodeId input, int64_t axis, bool keep_dim, Shape shape, Loc loc = Loc::current());
+
+  // ---- Data movement and indexing
+  /// Reshape (element order kept; one -1 allowed in new_shape).
+  NodeId reshape(NodeId input, std::vector<int64_t> new_shape, Shape out_shape,
+                 Loc loc = Loc::current());
+  /// Gather (embedding lookup): table.shape[:axis] ++ indices.shape ++ table.shape[axis+1:].
+  NodeId gather(NodeId table, NodeId indices, int64_t axis, Shape shape, Loc loc = Loc::current());
+  /// Concatenate tensors along an axis.
+  NodeId concat(std::vector<NodeId> inputs, int64_t axis, Shape shape, Loc loc = Loc::current());
+  /// Reverse (flip) element order along each axis in `axes`; shape unchanged.
+  NodeId reverse(NodeId input, std::vector<int64_t> axes, Loc loc = Loc::current());
+  /// Broadcast to `target_shape` (NumPy rules; -1 keeps an existing axis).
+  NodeId expand(NodeId input, std::vector<int64_t> target_shape, Loc loc = Loc::current());
+  /// `len` elements of `axis` from `start`, every `step` (negative steps walk backwards).
+  NodeId slice(NodeId input, int64_t axis, int64_t start, int64_t len, int64_t step = 1,
+               Loc loc = Loc::current());
+  /// Pad with `pads` = [before_0, after_0, before_1, after_1, ...] (one pair per axis).
+  NodeId pad(NodeId input, std::vector<int64_t> pads, PadMode mode = PadMode::Constant,
+             double value = 0.0, Loc loc = Loc::current());
+
+  // ---- Matmul and linear layers
+  /// Dense linear layer: matmul(input, weight) [+ bias]; the bias must broadcast to the product
+  /// without changing its shape or dtype.
+  NodeId linear_bias(NodeId input, NodeId weight, std::optional<NodeId> bias,
+                     Loc loc = Loc::current());
+  /// Dense linear with optional bias and epilogue activation (matmul, add, activation nodes).
+  NodeId linear_bias_act(NodeId input, NodeId weight, std::optional<NodeId> bias,
+                         std::optional<Activation> activation, Loc loc = Loc::current());
+  /// Emit Op::FusedMatMulBiasAct directly: act(input @ weight + bias).
+  NodeId linear_fused(NodeId input, NodeId weight, NodeId bias,
+                      std::optional<Activation> activation, Shape out_shape,
+                      Loc loc = Loc::current());
+  /// Fused matmul + bias + activation (the node optimization passes create).
+  NodeId fused_matmul_bias_act(NodeId input, NodeId weight, NodeId bias,
+                               std::optional<Activation> activation, Shape shape,
+                               Loc loc = Loc::current());
+  /// Two matmuls sharing the same input (the gate+up / QKV pattern); (first, second) in order.
+  std::pair<NodeId, NodeId> shared_matmul_pair(NodeId input, NodeId w_first, NodeId w_second,
+                                               Loc loc = Loc::current());
+  /// SwiGLU FFN from primitives: (silu(input @ gate_w) * (input @ up_w)) @ down_w.
+  NodeId swiglu_ffn(NodeId input, NodeId up_w, NodeId gate_w, NodeId down_w,
+                    Loc loc = Loc::current());
+  /// Fully fused SwiGLU FFN: concat [up_w, gate_w] on the last axis, one matmul, fused_swiglu,
+  /// then the down projection.
+  NodeId fused_swiglu_ffn(NodeId input, NodeId up_w, NodeId gate_w, NodeId down_w, Shape out_shape,
+                          Loc loc = Loc::current());
+
+  // ---- Normalisation
+  /// Layer normalization over `axis` with gamma and beta.
+  NodeId layer_norm(NodeId input, NodeId gamma, NodeId beta, int64_t axis, float eps, Shape shape,
+                    Loc loc = Loc::current());
+  /// LayerNorm2d on NCHW (normalize across channels at each spatial position).
+  NodeId layer_norm2d(NodeId input, NodeId gamma, NodeId beta, float eps, Loc loc = Loc::current());
+  /// Group normalization on NCHW, over (C/G)*H*W.
+  NodeId group_norm(NodeId input, NodeId gamma, NodeId beta, int64_t num_groups, float eps,
+                    Loc loc = Loc::current());
+  /// BatchNorm inference (frozen running mean/variance), per channel (axis 1).
+  NodeId batch_norm_inference(NodeId input, NodeId gamma, NodeId beta, NodeId running_mean,
+                              NodeId running_var, float eps, Loc loc = Loc::current());
+  /// RMS normalization over the last axis.
+  NodeId rms_norm(NodeId x, NodeId gamma, NodeId beta, float eps, Loc loc = Loc::current());
+  /// Fused residual [+ bias] + layer norm over the last axis: ln(x + residual [+ bias]).
+  NodeId fused_residual_ln(NodeId x, NodeId residual, std::optional<NodeId> bias, NodeId gamma,
+                           NodeId beta, float eps, Shape shape, Loc loc = Loc::current());
+  /// Fused residual [+ bias] + RMS norm over the last axis.
+  NodeId fused_residual_rms_norm(NodeId x, NodeId residual, std::optional<NodeId> bias,
+                                 NodeId gamma, NodeId beta, float eps, Shape shape,
+                                 Loc loc = Loc::current());
+
+  // ---- Attention and positions. q, k, v are [batch, seq, num_heads*head_dim].
+  /// Scaled dot-product attention with a custom [batch, key_len] validity mask
+  /// (= attention_kind with MaskKind::custom()).
+  NodeId attention(NodeId q, NodeId k, NodeId v, NodeId mask, int64_t num_heads, int64_t head_dim,
+                   Shape shape, Loc loc = Loc::current());
+  /// Like attention, with an optional score scale (default 1/sqrt(head_dim)) and logit softcap.
+  NodeId attention_opts(NodeId q, NodeId k, NodeId v, NodeId mask, int64_t num_heads,
+                        int64_t head_dim, Shape shape, std::optional<float> score_scale,
+                        std::optional<float> attn_logit_softcap, Loc loc = Loc::current());
+  /// Attention with a kernel-synthesized mask (None / Causal / SlidingWindow): q, k, v only.
+  /// Custom and Bias need a mask input: an rlx::Error here (use attention / attention_bias).
+  NodeId attention_kind(NodeId q, NodeId k, NodeId v, int64_t num_heads, int64_t head_dim,
+                        MaskKind mask_kind, Shape shape, Loc loc = Loc::current());
+  /// Like attention_kind, with an optional score scale and logit softcap.
+  NodeId attention_kind_opts(NodeId q, NodeId k, NodeId v, int64_t num_heads, int64_t head_dim,
+                             MaskKind mask_kind, Shape shape, std::optional<float> score_scale,
+                             std::optional<float> attn_logit_softcap, Loc loc = Loc::current());
+  /// Attention with an additive bias [batch, num_heads, query_len, key_len] on the scores.
+  NodeId attention_bias(NodeId q, NodeId k, NodeId v, NodeId bias, int64_t num_heads,
+                        int64_t head_dim, Shape shape, Loc loc = Loc::current());
+  /// Like attention_bias, with an optional score scale and logit softcap.
+  NodeId attention_bias_opts(NodeId q, NodeId k, NodeId v, NodeId bias, int64_t num_heads,
+                             int64_t head_dim, Shape shape, std::optional<float> score_scale,
+                             std::optional<float> attn_logit_softcap, Loc loc = Loc::current());
+  /// SAM2 2-D axial RoPE: x [batch, seq, num_heads*head_dim] -> same shape.
+  NodeId axial_rope2d(NodeId x, int64_t end_x, int64_t end_y, int64_t head_dim, int64_t num_heads,
+                      float theta, int64_t repeat_factor, Loc loc = Loc::current());
+
+  // ---- Convolution, pooling and resampling (NCHW / NCDHW, PyTorch weight layouts)
+  /// 2-D convolution; weight [C_out, C_in/groups, kH, kW].
+  NodeId conv2d(NodeId input, NodeId weight, Ints2 kernel_size, Ints2 stride, Ints2 padding,
+                Ints2 dilation, int64_t groups, Loc loc = Loc::current());
+  /// NCHW im2col: output [N*H_out*W_out, C*kH*kW].
+  NodeId im2col(NodeId input, Ints2 kernel_size, Ints2 stride, Ints2 padding, Ints2 dilation,
+                Loc loc = Loc::current());
+  /// 2-D transposed convolution; weight [C_in, C_out/groups, kH, kW].
+  NodeId conv_transpose2d(NodeId input, NodeId weight, Ints2 kernel_size, Ints2 stride,
+                          Ints2 padding, Ints2 dilation, Ints2 output_padding, int64_t groups,
+                          Loc loc = Loc::current());
+  /// 3-D convolution; weight [C_out, C_in/groups, kD, kH, kW] (kernel size read from it).
+  NodeId conv3d(NodeId input, NodeId weight, Ints3 stride, Ints3 padding, Ints3 dilation,
+                int64_t groups, Loc loc = Loc::current());
+  /// 3-D transposed convolution; weight [C_in, C_out/groups, kD, kH, kW].
+  NodeId conv_transpose3d(NodeId input, NodeId weight, Ints3 stride, Ints3 padding, Ints3 dilation,
+                          Ints3 output_padding, int64_t groups, Loc loc = Loc::current());
+  /// 1-D transposed convolution on [N, C_in, L]; weight [C_in, C_out/groups, K].
+  NodeId conv_transpose1d(NodeId input, NodeId weight, int64_t kernel, int64_t stride,
+                          int64_t padding, int64_t dilation, int64_t output_padding, int64_t groups,
+                          Loc loc = Loc::current());
+  /// 2-D max pooling.
+  NodeId max_pool2d(NodeId input, Ints2 kernel_size, Ints2 stride, Ints2 padding,
+                    Loc loc = Loc::current());
+  /// 2-D average pooling.
+  NodeId avg_pool2d(NodeId input, Ints2 kernel_size, Ints2 stride, Ints2 padding,
+                    Loc loc = Loc::current());
+  /// Resample the last axis of x (any rank >= 1, float) from L_in to l_out samples: a matmul
+  /// with a constant [L_in, l_out] matrix (leading axes reshaped to rows and back). Linear uses
+  /// the align-corners mapping pos = j*(L_in-1)/(l_out-1); Nearest picks floor(j*L_in/l_out)
+  /// (torch's 'nearest').
+  NodeId interpolate1d(NodeId x, int64_t l_out, InterpMode mode, Loc loc = Loc::current());
+  /// Resample D, H, W of [N, C, D, H, W] to out_dhw, separably (transpose, reshape, matmul
+  /// with constant matrices; an axis whose size is unchanged is left alone, and x itself is
+  /// returned when none changes). Linear maps with
+  /// pos = j*(L_in-1)/(L_out-1) when align_corners, else pos = (j+0.5)*L_in/L_out - 0.5
+  /// clamped to [0, L_in-1]; Nearest picks floor(j*L_in/L_out) either way.
+  NodeId interpolate3d(NodeId x, Ints3 out_dhw, InterpMode mode, bool align_corners,
+                       Loc loc = Loc::current());
+
+  // ---- The seed's GraphExt short names: shapes inferred. (layer_norm2d, group_norm, conv2d,
+  // conv_transpose2d and rms_norm above serve as both the primitive and the short form.)
+  /// Matrix multiply.
+  NodeId mm(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  NodeId add(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  NodeId sub(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  NodeId mul(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  NodeId div(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  /// Element-wise lhs == rhs (bool).
+  NodeId eq(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  /// Element-wise lhs < rhs (bool).
+  NodeId lt(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
+  /// Erf GELU.
+  NodeId gelu(NodeId x, Loc loc = Loc::current());
+  /// Tanh-approximation GELU (PyTorch's tanh form, candle's Tensor::gelu).
+  NodeId gelu_approx(NodeId x, Loc loc = Loc::current());
+  NodeId silu(NodeId x, Loc loc = Loc::current());
+  NodeId relu(NodeId x, Loc loc = Loc::current());
+  NodeId exp(NodeId x, Loc loc = Loc::current());
+  NodeId sqrt(NodeId x, Loc loc = Loc::current());
+  NodeId neg(NodeId x, Loc loc = Loc::current());
+  NodeId tanh(NodeId x, Loc loc = Loc::current());
+  /// Layer norm over the last axis.
+  NodeId ln(NodeId x, NodeId gamma, NodeId beta, float eps, Loc loc = Loc::current());
+  /// Sum over axes.
+  NodeId sum(NodeId x, std::vector<int64_t> axes, bool keep_dim, Loc loc = Loc::current());
+  /// Mean over axes.
+  NodeId mean(NodeId x, std::vector<int64_t> axes, bool keep_dim, Loc loc = Loc::current());
+  /// Softmax along axis.
+  NodeId sm(NodeId x, int64_t axis, Loc loc = Loc::current());
+  /// Reshape; one -1 in new_shape is inferred.
+  NodeId reshape_(NodeId x, std::vector<int64_t> new_shape, Loc loc = Loc::current());
+  /// Permute axes: output axis i is input axis perm[i].
+  NodeId transpose_(NodeId x, std::vector<int64_t> perm, Loc loc = Loc::current());
+  /// [start, start+len) of one axis.
+  NodeId narrow_(NodeId x, int64_t axis, int64_t start, int64_t len, Loc loc = Loc::current());
+  NodeId concat_(std::vector<NodeId> inputs, int64_t axis, Loc loc = Loc::current());
+  NodeId gather_(NodeId table, NodeId indices, int64_t axis, Loc loc = Loc::current());
+  /// Attention with a custom [batch, key_len] mask; output shape = q's.
+  NodeId attention_(NodeId q, NodeId k, NodeId v, NodeId mask, int64_t num_heads, int64_t head_dim,
+                    Loc loc = Loc::current());
+  /// NeoX RoPE over whole heads (n_rot = head_dim); cos and sin hold the angles' cos/sin.
+  NodeId rope(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, Loc loc = Loc::current());
+  /// Partial RoPE: rotate the first n_rot dims of each head (NeoX offset n_rot/2).
+  NodeId rope_n(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, int64_t n_rot,
+                Loc loc = Loc::current());
+  /// RoPE with an explicit pairing flavor.
+  NodeId rope_styled(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, RopeStyle style,
+                     Loc loc = Loc::current());
+  /// Partial RoPE with an explicit pairing flavor.
+  NodeId rope_n_styled(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, int64_t n_rot,
+                       RopeStyle style, Loc loc = Loc::current());
+
   /// Deep structural equality: name, nodes (op, attributes, inputs, shape, label) and outputs.
   friend bool operator==(const Graph& a, const Graph& b) {
     return a.name == b.name && a.outputs == b.outputs && a.nodes_ == b.nodes_;
@@ -75,6 +304,32 @@ public:
 private:
   /// Append a node built by a builder, after checking `declared` against the shape rule.
   NodeId build(Op op, std::vector<NodeId> inputs, const Shape& declared, const Loc& loc);
+  /// The operands' shapes (into `shapes`) and the op's inferred output shape (nullopt: no rule
+  /// or a dynamic dim it needs); rlx::Error naming the op and the caller's line on bad operands.
+  std::optional<Shape> infer_operands(const Op& op, const std::vector<NodeId>& inputs,
+                                      std::vector<Shape>& shapes, const Loc& loc) const;
+  /// Append a node whose shape the op's rule infers (src/ir/graph_ext.cpp); an rlx::Error
+  /// naming the op, the operand shapes and loc when they do not fit, or when a dynamic dim
+  /// hides the result (then the caller must use the builder with an explicit shape).
+  NodeId build_inferred(Op op, std::vector<NodeId> inputs, const Loc& loc);
+  /// A constant of `dtype` with static `dims` holding `values` row-major (F16/BF16: an f32
+  /// constant plus a cast). The caller has checked that the values fit.
+  NodeId constant_values(DType dtype, std::vector<int64_t> dims, std::span<const double> values,
+                         const Loc& loc);
+  /// The last axis of x resampled to l_out by a constant matrix (interpolate1d/3d); `what`
+  /// names the public builder in errors.
+  NodeId resample_last(NodeId x, int64_t l_out, InterpMode mode, bool align_corners,
+                       std::string_view what, const Loc& loc);
+  /// Run a composite builder: when it throws, drop the nodes it appended, then rethrow.
+  template <class F> auto transaction(F&& f) -> decltype(f()) {
+    std::size_t mark = nodes_.size();
+    try {
+      return f();
+    } catch (...) {
+      nodes_.erase(nodes_.begin() + std::ptrdiff_t(mark), nodes_.end());
+      throw;
+    }
+  }
   void check_id(NodeId id, std::string_view what) const;
 
   std::vector<Node> nodes_;

@@ -1,0 +1,256 @@
+// src/ops/decompose.cpp -- decomposition rules: each composite op as a graph of primitives.
+// The rules compute what the interpreter's direct kernels compute (tests check both agree).
+#include "decompose.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace rlx::ops {
+
+using ir::DType;
+using ir::Ints;
+using ir::NodeId;
+using ir::OpKind;
+
+ir::NodeId Emitter::op(ir::Op o, std::vector<ir::NodeId> inputs) {
+  std::vector<ir::Shape> shapes;
+  for (ir::NodeId in : inputs) shapes.push_back(g_.shape(in));
+  auto s = ir::infer_shape(o, shapes);
+  RLX_CHECK(s.has_value(), "decompose: no static shape rule for ", o.name());
+  return g_.add_node(std::move(o), std::move(inputs), *s);
+}
+
+ir::NodeId Emitter::tensor(const std::vector<double>& values, const ir::Shape& shape) {
+  interp::Buffer b = interp::Buffer::from_f64(shape, values);
+  ir::Bytes bytes;
+  bytes.data.resize(b.bytes().size());
+  if (!bytes.data.empty()) std::memcpy(bytes.data.data(), b.bytes().data(), bytes.data.size());
+  return g_.add_node(ir::Op(OpKind::Constant, ir::ConstantAttrs{std::move(bytes)}), {}, shape);
+}
+
+ir::NodeId Emitter::scalar(double v, DType t) { return tensor({v}, ir::Shape::scalar(t)); }
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+int64_t rank_of(Emitter& e, NodeId x) { return int64_t(e.shape(x).rank()); }
+int64_t pos_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+/// Reshape a per-channel vector v to broadcast along `axis` of a rank-`rank` tensor.
+NodeId along_axis(Emitter& e, NodeId v, int64_t axis, int64_t rank) {
+  Ints dims(std::size_t(rank - axis), 1);
+  dims[0] = -1;
+  return e.reshape(v, dims);
+}
+
+/// Stable softmax whose fully masked rows (all -inf) give zeros, like the attention kernel.
+NodeId masked_softmax(Emitter& e, NodeId s, int64_t axis) {
+  DType t = e.shape(s).dtype();
+  NodeId m = e.reduce(OpKind::ReduceMax, s, {axis});
+  NodeId is_inf = e.op(OpKind::Eq, {m, e.scalar(kNegInf, t)});
+  NodeId safe_m = e.op(OpKind::Where, {is_inf, e.scalar(0, t), m});
+  NodeId ex = e.op(OpKind::Exp, {e.sub(s, safe_m)});
+  NodeId z = e.reduce(OpKind::ReduceSum, ex, {axis});
+  // z >= 1 whenever a key is visible (its max contributes exp(0)); 0 only for masked rows.
+  return e.div(ex, e.op(OpKind::Max, {z, e.scalar(1e-30, t)}));
+}
+
+NodeId softmax(Emitter& e, NodeId x, int64_t axis) {
+  NodeId m = e.reduce(OpKind::ReduceMax, x, {axis});
+  NodeId ex = e.op(OpKind::Exp, {e.sub(x, m)});
+  return e.div(ex, e.reduce(OpKind::ReduceSum, ex, {axis}));
+}
+
+/// (x - mean) / sqrt(var + eps) over `axes` (kept), or x / sqrt(mean(x^2) + eps) when rms.
+NodeId normalize(Emitter& e, NodeId x, const Ints& axes, float eps, bool rms) {
+  DType t = e.shape(x).dtype();
+  NodeId c = x;
+  if (!rms) c = e.sub(x, e.reduce(OpKind::ReduceMean, x, axes));
+  NodeId var = e.reduce(OpKind::ReduceMean, e.mul(c, c), axes);
+  NodeId inv = e.op(OpKind::Rsqrt, {e.add(var, e.scalar(double(eps), t))});
+  return e.mul(c, inv);
+}
+
+NodeId affine(Emitter& e, NodeId y, NodeId gamma, NodeId beta, int64_t axis, int64_t rank) {
+  return e.add(e.mul(y, along_axis(e, gamma, axis, rank)), along_axis(e, beta, axis, rank));
+}
+
+NodeId norm_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+  NodeId x = in[0];
+  int64_t r = rank_of(e, x);
+  switch (n.op.kind()) {
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm: {
+    const auto& a = n.op.attrs<ir::NormAttrs>();
+    int64_t axis = pos_axis(a.axis, r);
+    NodeId y = normalize(e, x, {axis}, a.eps, n.op.kind() == OpKind::RmsNorm);
+    return affine(e, y, in[1], in[2], axis, r);
+  }
+  case OpKind::LayerNorm2d: {
+    NodeId y = normalize(e, x, {1}, n.op.attrs<ir::EpsAttrs>().eps, false);
+    return affine(e, y, in[1], in[2], 1, r);
+  }
+  case OpKind::GroupNorm: {
+    const auto& a = n.op.attrs<ir::GroupNormAttrs>();
+    auto sizes = e.shape(x).sizes();
+    NodeId grouped = e.reshape(x, {sizes[0], a.num_groups, -1});
+    NodeId y =
+        e.reshape(normalize(e, grouped, {2}, a.eps, false), Ints(sizes.begin(), sizes.end()));
+    return affine(e, y, in[1], in[2], 1, r);
+  }
+  case OpKind::BatchNormInference: {
+    DType t = e.shape(x).dtype();
+    float eps = n.op.attrs<ir::EpsAttrs>().eps;
+    NodeId mean = along_axis(e, in[3], 1, r), var = along_axis(e, in[4], 1, r);
+    NodeId inv = e.op(OpKind::Rsqrt, {e.add(var, e.scalar(double(eps), t))});
+    return affine(e, e.mul(e.sub(x, mean), inv), in[1], in[2], 1, r);
+  }
+  case OpKind::FusedResidualLN:
+  case OpKind::FusedResidualRmsNorm: {
+    const auto& a = n.op.attrs<ir::FusedResidualNormAttrs>();
+    NodeId s = e.add(x, in[1]);
+    std::size_t g = 2;
+    if (a.has_bias) s = e.add(s, in[g++]);
+    NodeId y = normalize(e, s, {r - 1}, a.eps, n.op.kind() == OpKind::FusedResidualRmsNorm);
+    return affine(e, y, in[g], in[g + 1], r - 1, r);
+  }
+  default:
+    break;
+  }
+  RLX_CHECK(false, "norm_rule: ", n.op.name());
+  return x;
+}
+
+NodeId attention_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+  const auto& a = n.op.attrs<ir::AttentionAttrs>();
+  auto qs = e.shape(in[0]).sizes(), ks = e.shape(in[1]).sizes();
+  int64_t b = qs[0], sq = qs[1], sk = ks[1], h = a.num_heads, d = a.head_dim;
+  DType t = e.shape(in[0]).dtype();
+  auto heads = [&](NodeId x, int64_t s, Ints perm) {
+    return e.transpose(e.reshape(x, {b, s, h, d}), perm);
+  };
+  NodeId q = heads(in[0], sq, {0, 2, 1, 3});  // [B, H, Sq, D]
+  NodeId kt = heads(in[1], sk, {0, 2, 3, 1}); // [B, H, D, Sk]
+  NodeId v = heads(in[2], sk, {0, 2, 1, 3});  // [B, H, Sk, D]
+  double scale = a.score_scale ? double(*a.score_scale) : 1.0 / std::sqrt(double(d));
+  NodeId s = e.mul(e.op(OpKind::MatMul, {q, kt}), e.scalar(scale, t));
+  if (a.attn_logit_softcap) {
+    NodeId c = e.scalar(double(*a.attn_logit_softcap), t);
+    s = e.mul(c, e.op(OpKind::Tanh, {e.div(s, c)}));
+  }
+  if (a.mask == ir::MaskType::Causal || a.mask == ir::MaskType::SlidingWindow) {
+    std::vector<double> m(std::size_t(sq * sk), 0.0);
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < sk; ++j) {
+        int64_t last = i + (sk - sq);
+        bool masked = j > last || (a.mask == ir::MaskType::SlidingWindow && j <= last - a.window);
+        if (masked) m[std::size_t(i * sk + j)] = kNegInf;
+      }
+    s = e.add(s, e.tensor(m, ir::Shape({sq, sk}, t)));
+  } else if (a.mask == ir::MaskType::Custom) {
+    NodeId valid = e.reshape(in[3], {b, 1, 1, sk});
+    NodeId masked = e.op(OpKind::Lt, {valid, e.scalar(0.5, e.shape(in[3]).dtype())});
+    s = e.op(OpKind::Where, {masked, e.scalar(kNegInf, t), s});
+  } else if (a.mask == ir::MaskType::Bias) {
+    s = e.add(s, in[3]);
+  }
+  NodeId ctx = e.op(OpKind::MatMul, {masked_softmax(e, s, -1), v}); // [B, H, Sq, D]
+  return e.reshape(e.transpose(ctx, {0, 2, 1, 3}), {b, sq, h * d});
+}
+
+NodeId rope_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+  const auto& a = n.op.attrs<ir::RopeAttrs>();
+  auto xs = e.shape(in[0]).sizes();
+  int64_t d = a.head_dim, nr = a.n_rot == 0 ? a.head_dim : a.n_rot, half = nr / 2;
+  int64_t s = xs[xs.size() - 2], hd = xs.back(), h = hd / d;
+  Ints split(xs.begin(), xs.end() - 1);
+  split.push_back(h);
+  split.push_back(d); // [..., S, H, D]
+  NodeId x = e.reshape(in[0], split);
+  int64_t r = int64_t(split.size());
+  NodeId rot = e.narrow(x, r - 1, 0, nr);
+  NodeId x1, x2, cos, sin;
+  if (a.style == ir::RopeStyle::NeoX) {
+    x1 = e.narrow(rot, r - 1, 0, half);
+    x2 = e.narrow(rot, r - 1, half, half);
+    cos = e.reshape(in[1], {s, 1, half});
+    sin = e.reshape(in[2], {s, 1, half});
+  } else { // GptJ: pairs of neighbours
+    Ints pairs(split.begin(), split.end() - 1);
+    pairs.push_back(half);
+    pairs.push_back(2); // [..., S, H, n/2, 2]
+    NodeId p = e.reshape(rot, pairs);
+    x1 = e.narrow(p, r, 0, 1);
+    x2 = e.narrow(p, r, 1, 1);
+    cos = e.reshape(in[1], {s, 1, half, 1});
+    sin = e.reshape(in[2], {s, 1, half, 1});
+  }
+  NodeId y1 = e.sub(e.mul(x1, cos), e.mul(x2, sin));
+  NodeId y2 = e.add(e.mul(x2, cos), e.mul(x1, sin));
+  NodeId y = e.concat({y1, y2}, a.style == ir::RopeStyle::NeoX ? r - 1 : r);
+  if (a.style == ir::RopeStyle::GptJ) {
+    Ints back(split.begin(), split.end() - 1);
+    back.push_back(nr);
+    y = e.reshape(y, back);
+  }
+  if (nr < d) y = e.concat({y, e.narrow(x, r - 1, nr, d - nr)}, r - 1);
+  return e.reshape(y, Ints(xs.begin(), xs.end()));
+}
+
+NodeId contract_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+  if (n.op.kind() == OpKind::FusedSwiGLU) {
+    auto hs = e.shape(in[0]).sizes();
+    int64_t r = int64_t(hs.size()), half = hs.back() / 2;
+    NodeId first = e.narrow(in[0], r - 1, 0, half), second = e.narrow(in[0], r - 1, half, half);
+    bool gate_first = n.op.attrs<ir::SwiGluAttrs>().gate_first;
+    NodeId up = gate_first ? second : first, gate = gate_first ? first : second;
+    return e.mul(e.op(OpKind::Silu, {gate}), up);
+  }
+  NodeId y = e.add(e.op(OpKind::MatMul, {in[0], in[1]}), in[2]);
+  if (auto act = n.op.attrs<ir::FusedMatMulAttrs>().activation) y = e.op(ir::to_op_kind(*act), {y});
+  return y;
+}
+
+} // namespace
+
+bool has_decomposition(OpKind k) {
+  switch (k) {
+  case OpKind::Softmax:
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm:
+  case OpKind::LayerNorm2d:
+  case OpKind::GroupNorm:
+  case OpKind::BatchNormInference:
+  case OpKind::FusedResidualLN:
+  case OpKind::FusedResidualRmsNorm:
+  case OpKind::Attention:
+  case OpKind::Rope:
+  case OpKind::FusedMatMulBiasAct:
+  case OpKind::FusedSwiGLU:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::optional<NodeId> decompose_node(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+  switch (n.op.family()) {
+  case ir::Family::Norm:
+    return norm_rule(e, n, in);
+  case ir::Family::Composite:
+  case ir::Family::Contract:
+    if (n.op.kind() == OpKind::Softmax) return softmax(e, in[0], n.op.attrs<ir::AxisAttrs>().axis);
+    if (n.op.kind() == OpKind::MatMul) return std::nullopt;
+    return contract_rule(e, n, in);
+  case ir::Family::Attention:
+    if (n.op.kind() == OpKind::Attention) return attention_rule(e, n, in);
+    if (n.op.kind() == OpKind::Rope) return rope_rule(e, n, in);
+    return std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace rlx::ops

@@ -1,0 +1,19 @@
+// src/ops/decompose.hpp -- decomposition rules of the composite ops (used by passes/decompose).
+#pragma once
+
+#include "emitter.hpp"
+#include "rlx/interp.hpp"
+
+#include <optional>
+#include <span>
+
+namespace rlx::ops {
+
+bool has_decomposition(ir::OpKind k);
+
+/// Append the primitive form of node n (operands already mapped to `in`) and return the node
+/// that replaces it; nullopt when n is not composite.
+std::optional<ir::NodeId> decompose_node(Emitter& e, const ir::Node& n,
+                                         std::span<const ir::NodeId> in);
+
+} // namespace rlx::ops

@@ -1,0 +1,105 @@
+// tests/test_bert_layer.cpp -- a BERT encoder layer built with the seed's builders matches
+// PyTorch's nn.TransformerEncoderLayer (tests/fixtures/make_bert.py) within 1e-4.
+#include <rlx/io/npy.hpp>
+#include <rlx/passes.hpp>
+#include <rlx/rlx.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace rlx;
+using namespace rlx::ir;
+using interp::Buffer;
+
+namespace {
+
+constexpr int64_t B = 4, S = 15, D = 384, H = 12, F = 1536;
+constexpr int64_t kLengths[B] = {15, 11, 7, 1}; // valid tokens per row; the rest is padding
+
+struct Formula {
+  const char* name;
+  std::vector<int64_t> dims;
+  double scale, freq, phase, offset;
+};
+
+// The same table as tests/fixtures/make_bert.py: value[k] = offset + scale * sin(freq*k + phase),
+// computed in double and rounded to f32 (offset is the script's "+ 1.0" on layer-norm gains).
+const Formula kParams[] = {
+    {"qkv_w", {D, 3 * D}, 0.05, 0.37, 0.1, 0}, {"qkv_b", {3 * D}, 0.02, 0.71, 0.2, 0},
+    {"out_w", {D, D}, 0.05, 0.53, 0.3, 0},     {"out_b", {D}, 0.02, 0.29, 0.4, 0},
+    {"ln1_g", {D}, 0.1, 0.13, 0.5, 1},         {"ln1_b", {D}, 0.05, 0.17, 0.6, 0},
+    {"ff1_w", {D, F}, 0.05, 0.41, 0.7, 0},     {"ff1_b", {F}, 0.02, 0.23, 0.8, 0},
+    {"ff2_w", {F, D}, 0.03, 0.31, 0.9, 0},     {"ff2_b", {D}, 0.02, 0.19, 1.0, 0},
+    {"ln2_g", {D}, 0.1, 0.11, 1.1, 1},         {"ln2_b", {D}, 0.05, 0.07, 1.2, 0},
+};
+
+Buffer formula(const Formula& f) {
+  Buffer b(Shape::of(f.dims, DType::F32));
+  for (int64_t k = 0; k < b.numel(); ++k) {
+    float v = static_cast<float>(f.scale * std::sin(f.freq * double(k) + f.phase));
+    b.set_f64(k, f.offset == 0 ? double(v) : double(float(f.offset + double(v))));
+  }
+  return b;
+}
+
+/// Post-LN BERT layer: x1 = LN(x + attn(x)), out = LN(x1 + FFN(x1)), erf GELU, padding mask.
+Graph bert_layer() {
+  Graph g("bert_encoder_layer");
+  auto x = g.input("hidden", Shape({B, S, D}, DType::F32));
+  auto mask = g.input("mask", Shape({B, S}, DType::F32)); // 1 = token, 0 = padding
+  std::map<std::string, NodeId> p;
+  for (const Formula& f : kParams) p[f.name] = g.param(f.name, Shape::of(f.dims, DType::F32));
+  auto qkv = g.linear_bias(x, p["qkv_w"], p["qkv_b"]);
+  auto q = g.narrow_(qkv, 2, 0, D), k = g.narrow_(qkv, 2, D, D), v = g.narrow_(qkv, 2, 2 * D, D);
+  auto ctx = g.attention(q, k, v, mask, H, D / H, Shape({B, S, D}, DType::F32));
+  auto attn = g.linear_bias(ctx, p["out_w"], p["out_b"]);
+  auto x1 = g.fused_residual_ln(attn, x, std::nullopt, p["ln1_g"], p["ln1_b"], 1e-5f, g.shape(x));
+  auto h = g.linear_bias_act(x1, p["ff1_w"], p["ff1_b"], Activation::Gelu);
+  auto f = g.linear_bias(h, p["ff2_w"], p["ff2_b"]);
+  g.set_outputs({g.ln(g.add(x1, f), p["ln2_g"], p["ln2_b"], 1e-5f)});
+  return g;
+}
+
+interp::Feed inputs() {
+  Buffer mask(Shape({B, S}, DType::F32));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) mask.set_f64(b * S + s, s < kLengths[b] ? 1.0 : 0.0);
+  return {{"hidden", formula({"hidden", {B, S, D}, 1.0, 0.11, 1.3, 0})}, {"mask", mask}};
+}
+
+interp::Feed params() {
+  interp::Feed feed;
+  for (const Formula& f : kParams) feed[f.name] = formula(f);
+  return feed;
+}
+
+double max_abs_diff(const Buffer& a, const Buffer& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    worst = std::max(worst, std::fabs(a.get_f64(i) - b.get_f64(i)));
+  return worst;
+}
+
+} // namespace
+
+TEST_CASE("bert: an encoder layer matches PyTorch's TransformerEncoderLayer within 1e-4") {
+  Graph g = bert_layer();
+  verify(g);
+  Buffer want = io::load_npy(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/bert/expected.npy");
+  auto got = interp::run(g, inputs(), params());
+  REQUIRE(got[0].shape() == want.shape());
+  double err = max_abs_diff(got[0], want);
+  INFO("max |rlx - torch| = " << err);
+  CHECK(err < 1e-4);
+}
+
+TEST_CASE("bert: the decomposed layer (primitives only) matches PyTorch too") {
+  Graph d = passes::decompose(bert_layer());
+  verify(d);
+  for (const Node& n : d.nodes()) CHECK_FALSE(passes::has_decomposition(n.op.kind()));
+  Buffer want = io::load_npy(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/bert/expected.npy");
+  double err = max_abs_diff(interp::run(d, inputs(), params())[0], want);
+  INFO("max |rlx - torch| = " << err);
+  CHECK(err < 1e-4);
+}

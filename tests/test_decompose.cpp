@@ -1,0 +1,142 @@
+// tests/test_decompose.cpp -- every composite op's decomposition computes what its direct kernel
+// computes, and leaves only primitive ops behind.
+#include "support/check_error.hpp"
+#include "support/random.hpp"
+
+#include <rlx/passes.hpp>
+#include <rlx/rlx.hpp>
+
+#include <cmath>
+
+using namespace rlx;
+using namespace rlx::ir;
+
+namespace {
+
+struct Case {
+  const char* what;
+  Op op;
+  std::vector<Shape> inputs;
+  double lo = -2, hi = 2;
+};
+
+Shape f32(std::vector<int64_t> d) { return Shape::of(d, DType::F32); }
+Shape f64(std::vector<int64_t> d) { return Shape::of(d, DType::F64); }
+
+std::vector<Case> cases() {
+  return {
+      {"softmax, last axis", Op(OpKind::Softmax, AxisAttrs{-1}), {f64({3, 5})}},
+      {"softmax, axis 0", Op(OpKind::Softmax, AxisAttrs{0}), {f64({4, 3})}},
+      {"layer_norm",
+       Op(OpKind::LayerNorm, NormAttrs{-1, 1e-5f}),
+       {f64({2, 3, 8}), f64({8}), f64({8})}},
+      {"layer_norm, middle axis",
+       Op(OpKind::LayerNorm, NormAttrs{1, 1e-3f}),
+       {f64({2, 6, 3}), f64({6}), f64({6})}},
+      {"rms_norm", Op(OpKind::RmsNorm, NormAttrs{-1, 1e-6f}), {f64({4, 16}), f64({16}), f64({16})}},
+      {"layer_norm2d",
+       Op(OpKind::LayerNorm2d, EpsAttrs{1e-6f}),
+       {f64({2, 4, 3, 3}), f64({4}), f64({4})}},
+      {"group_norm",
+       Op(OpKind::GroupNorm, GroupNormAttrs{2, 1e-5f}),
+       {f64({2, 6, 2, 3}), f64({6}), f64({6})}},
+      {"batch_norm_inference",
+       Op(OpKind::BatchNormInference, EpsAttrs{1e-5f}),
+       {f64({2, 3, 4}), f64({3}), f64({3}), f64({3}), f64({3})},
+       0.1,
+       2},
+      {"fused_residual_ln with bias",
+       Op(OpKind::FusedResidualLN, FusedResidualNormAttrs{true, 1e-5f}),
+       {f64({2, 3, 8}), f64({2, 3, 8}), f64({8}), f64({8}), f64({8})}},
+      {"fused_residual_rms_norm",
+       Op(OpKind::FusedResidualRmsNorm, FusedResidualNormAttrs{false, 1e-5f}),
+       {f64({3, 8}), f64({3, 8}), f64({8}), f64({8})}},
+      {"fused_matmul_bias_act gelu",
+       Op(OpKind::FusedMatMulBiasAct, FusedMatMulAttrs{Activation::Gelu}),
+       {f64({2, 3, 4}), f64({4, 5}), f64({5})}},
+      {"fused_matmul_bias_act none",
+       Op(OpKind::FusedMatMulBiasAct),
+       {f64({3, 4}), f64({4, 2}), f64({2})}},
+      {"fused_swiglu", Op(OpKind::FusedSwiGLU), {f64({2, 3, 8})}},
+      {"fused_swiglu gate first", Op(OpKind::FusedSwiGLU, SwiGluAttrs{true}), {f64({5, 6})}},
+      {"attention, no mask",
+       Op(OpKind::Attention, AttentionAttrs{2, 4, MaskType::None}),
+       {f64({2, 3, 8}), f64({2, 5, 8}), f64({2, 5, 8})}},
+      {"attention, causal decode",
+       Op(OpKind::Attention, AttentionAttrs{2, 4, MaskType::Causal}),
+       {f64({1, 3, 8}), f64({1, 5, 8}), f64({1, 5, 8})}},
+      {"attention, sliding window",
+       Op(OpKind::Attention, AttentionAttrs{1, 4, MaskType::SlidingWindow, 2}),
+       {f64({2, 6, 4}), f64({2, 6, 4}), f64({2, 6, 4})}},
+      {"attention, custom mask",
+       Op(OpKind::Attention, AttentionAttrs{2, 2, MaskType::Custom}),
+       {f64({2, 3, 4}), f64({2, 4, 4}), f64({2, 4, 4}), f64({2, 4})},
+       0,
+       1},
+      {"attention, bias, scale and softcap",
+       Op(OpKind::Attention, AttentionAttrs{2, 2, MaskType::Bias, 0, 0.7f, 1.5f}),
+       {f64({1, 3, 4}), f64({1, 3, 4}), f64({1, 3, 4}), f64({1, 2, 3, 3})}},
+      {"rope neox",
+       Op(OpKind::Rope, RopeAttrs{4, 4, RopeStyle::NeoX}),
+       {f64({2, 3, 8}), f64({3, 2}), f64({3, 2})}},
+      {"rope gptj partial",
+       Op(OpKind::Rope, RopeAttrs{6, 4, RopeStyle::GptJ}),
+       {f64({1, 5, 12}), f64({5, 2}), f64({5, 2})}},
+      {"rope f32",
+       Op(OpKind::Rope, RopeAttrs{4, 0, RopeStyle::NeoX}),
+       {f32({3, 4}), f32({3, 2}), f32({3, 2})}},
+  };
+}
+
+} // namespace
+
+TEST_CASE("decompose: every composite op matches its direct kernel") {
+  uint64_t seed = 1;
+  for (const Case& c : cases()) {
+    INFO("case: " << std::string(c.what) << " (seed " << seed << ")");
+    Graph g("composite");
+    std::vector<NodeId> ins;
+    interp::Feed feed;
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+      std::string name = "in" + std::to_string(i);
+      ins.push_back(g.input(name, c.inputs[i]));
+      feed[name] = test::random_buffer(c.inputs[i], seed++, c.lo, c.hi);
+    }
+    auto out_shape = infer_shape(c.op, c.inputs);
+    REQUIRE(out_shape.has_value());
+    g.set_outputs({g.add_node(c.op, ins, *out_shape)});
+    Graph d = passes::decompose(g);
+    verify(d);
+    for (const Node& n : d.nodes()) {
+      INFO("left in the decomposed graph: " << n.op.name());
+      CHECK_FALSE(passes::has_decomposition(n.op.kind()));
+    }
+    auto want = interp::run(g, feed)[0].to_f64();
+    auto got = interp::run(d, feed)[0].to_f64();
+    REQUIRE(got.size() == want.size());
+    double tol = c.inputs[0].dtype() == DType::F64 ? 1e-12 : 2e-6;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("index " << i << ": decomposed " << got[i] << ", kernel " << want[i]);
+      CHECK(std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i])));
+    }
+  }
+}
+
+TEST_CASE("decompose: every op of the norm family and every fused op has a rule") {
+  for (std::size_t k = 0; k < kNumOps; ++k) {
+    OpKind kind = static_cast<OpKind>(k);
+    INFO(op_name(kind));
+    if (op_family(kind) == Family::Norm || op_family(kind) == Family::Composite ||
+        op_name(kind).rfind("fused_", 0) == 0)
+      CHECK(passes::has_decomposition(kind));
+  }
+  CHECK_FALSE(passes::has_decomposition(OpKind::MatMul));
+  CHECK_FALSE(passes::has_decomposition(OpKind::Add));
+}
+
+TEST_CASE("decompose: primitive graphs are copied unchanged") {
+  Graph g("prim");
+  auto x = g.input("x", Shape({2, 3}, DType::F32));
+  g.set_outputs({g.activation(Activation::Relu, x, Shape({2, 3}, DType::F32))});
+  CHECK(passes::decompose(g) == g);
+}
