@@ -122,12 +122,12 @@ TEST_CASE("decompose: every composite op matches its direct kernel") {
   }
 }
 
-TEST_CASE("decompose: every op of the norm family and every fused op has a rule") {
+TEST_CASE("decompose: every norm, fused and transposed-convolution op has a rule") {
   for (std::size_t k = 0; k < kNumOps; ++k) {
     OpKind kind = static_cast<OpKind>(k);
     INFO(op_name(kind));
     if (op_family(kind) == Family::Norm || op_family(kind) == Family::Composite ||
-        op_name(kind).rfind("fused_", 0) == 0)
+        op_name(kind).rfind("fused_", 0) == 0 || op_name(kind).rfind("conv_transpose", 0) == 0)
       CHECK(passes::has_decomposition(kind));
   }
   CHECK_FALSE(passes::has_decomposition(OpKind::MatMul));

@@ -73,3 +73,11 @@ TEST_CASE("table: comparison and logical ops are marked bool-valued and non-diff
   CHECK(has_trait(OpKind::Add, kCommutative));
   CHECK_FALSE(has_trait(OpKind::Sub, kCommutative));
 }
+
+TEST_CASE("table: the interpreter has a kernel for every op kind") {
+  for (std::size_t k = 0; k < kNumOps; ++k) {
+    OpKind kind = static_cast<OpKind>(k);
+    INFO(op_name(kind));
+    CHECK(interp::has_kernel(kind));
+  }
+}

@@ -2,6 +2,7 @@
 // The rules compute what the interpreter's direct kernels compute (tests check both agree).
 #include "decompose.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -213,6 +214,87 @@ NodeId contract_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) 
   return y;
 }
 
+/// Transposed convolution as a direct one: zero-insert the input by the stride, pad it by
+/// dilation*(k-1) - padding (+ output_padding after), and convolve with the spatially flipped
+/// kernel whose in/out channels are swapped within each group. Spatial rank 2 or 3.
+NodeId transposed_conv(Emitter& e, NodeId x, NodeId w, const Ints& stride, const Ints& pad,
+                       const Ints& dil, const Ints& out_pad, int64_t groups) {
+  auto xs = e.shape(x).sizes(), ws = e.shape(w).sizes();
+  std::size_t sp = xs.size() - 2;
+  int64_t r = int64_t(xs.size());
+  // Zero insertion: [N, C, L0, L1, ..] -> [N, C, L0, 1, L1, 1, ..] -> pad the 1s to the stride.
+  Ints split{xs[0], xs[1]}, pads(2 * (2 + 2 * sp), 0), merged{xs[0], xs[1]};
+  for (std::size_t i = 0; i < sp; ++i) {
+    split.push_back(xs[2 + i]);
+    split.push_back(1);
+    pads[2 * (3 + 2 * i) + 1] = stride[i] - 1;
+    merged.push_back(xs[2 + i] * stride[i]);
+  }
+  NodeId y = e.op(ir::Op(OpKind::Pad, ir::PadAttrs{pads, ir::PadMode::Constant, 0.0}),
+                  {e.reshape(x, split)});
+  y = e.reshape(y, merged);
+  for (std::size_t i = 0; i < sp; ++i) {
+    int64_t axis = 2 + int64_t(i), k = ws[2 + i];
+    int64_t len = (xs[2 + i] - 1) * stride[i] + 1; // drop the zeros after the last element
+    int64_t lo = dil[i] * (k - 1) - pad[i], hi = lo + out_pad[i];
+    y = e.narrow(y, axis, 0, len);
+    Ints p(std::size_t(2 * r), 0);
+    p[std::size_t(2 * axis)] = std::max<int64_t>(lo, 0);
+    p[std::size_t(2 * axis + 1)] = std::max<int64_t>(hi, 0);
+    y = e.op(ir::Op(OpKind::Pad, ir::PadAttrs{p, ir::PadMode::Constant, 0.0}), {y});
+    int64_t now = len + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
+    int64_t start = lo < 0 ? -lo : 0, stop = now - (hi < 0 ? -hi : 0);
+    if (start > 0 || stop < now) y = e.narrow(y, axis, start, stop - start);
+  }
+  // Weight [Cin, Cout/g, k..] -> flip -> [g, Cin/g, Cout/g, k..] -> [g, Cout/g, Cin/g, k..].
+  Ints flip, grouped{groups, ws[0] / groups, ws[1]}, perm{0, 2, 1},
+      conv_w{ws[1] * groups, ws[0] / groups};
+  for (std::size_t i = 0; i < sp; ++i) {
+    flip.push_back(2 + int64_t(i));
+    grouped.push_back(ws[2 + i]);
+    perm.push_back(3 + int64_t(i));
+    conv_w.push_back(ws[2 + i]);
+  }
+  NodeId wf = e.op(ir::Op(OpKind::Reverse, ir::ReverseAttrs{flip}), {w});
+  wf = e.reshape(e.transpose(e.reshape(wf, grouped), perm), conv_w);
+  if (sp == 2) {
+    ir::Conv2dAttrs a{{ws[2], ws[3]}, {1, 1}, {0, 0}, {dil[0], dil[1]}, groups};
+    return e.op(ir::Op(OpKind::Conv2d, a), {y, wf});
+  }
+  ir::Conv3dAttrs a{{1, 1, 1}, {0, 0, 0}, {dil[0], dil[1], dil[2]}, groups};
+  return e.op(ir::Op(OpKind::Conv3d, a), {y, wf});
+}
+
+NodeId conv_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+  auto ints = [](auto arr) { return Ints(arr.begin(), arr.end()); };
+  switch (n.op.kind()) {
+  case OpKind::ConvTranspose2d: {
+    const auto& a = n.op.attrs<ir::ConvTranspose2dAttrs>();
+    return transposed_conv(e, in[0], in[1], ints(a.stride), ints(a.padding), ints(a.dilation),
+                           ints(a.output_padding), a.groups);
+  }
+  case OpKind::ConvTranspose3d: {
+    const auto& a = n.op.attrs<ir::ConvTranspose3dAttrs>();
+    return transposed_conv(e, in[0], in[1], ints(a.stride), ints(a.padding), ints(a.dilation),
+                           ints(a.output_padding), a.groups);
+  }
+  case OpKind::ConvTranspose1d: { // as 2-D with a height of 1
+    const auto& a = n.op.attrs<ir::ConvTranspose1dAttrs>();
+    auto xs = e.shape(in[0]).sizes(), ws = e.shape(in[1]).sizes();
+    NodeId x2 = e.reshape(in[0], {xs[0], xs[1], 1, xs[2]});
+    NodeId w2 = e.reshape(in[1], {ws[0], ws[1], 1, ws[2]});
+    NodeId y = transposed_conv(e, x2, w2, {1, a.stride}, {0, a.padding}, {1, a.dilation},
+                               {0, a.output_padding}, a.groups);
+    auto ys = e.shape(y).sizes();
+    return e.reshape(y, {ys[0], ys[1], ys[3]});
+  }
+  default:
+    break;
+  }
+  RLX_CHECK(false, "conv_rule: ", n.op.name());
+  return in[0];
+}
+
 } // namespace
 
 bool has_decomposition(OpKind k) {
@@ -229,6 +311,9 @@ bool has_decomposition(OpKind k) {
   case OpKind::Rope:
   case OpKind::FusedMatMulBiasAct:
   case OpKind::FusedSwiGLU:
+  case OpKind::ConvTranspose1d:
+  case OpKind::ConvTranspose2d:
+  case OpKind::ConvTranspose3d:
     return true;
   default:
     return false;
@@ -244,6 +329,9 @@ std::optional<NodeId> decompose_node(Emitter& e, const ir::Node& n, std::span<co
     if (n.op.kind() == OpKind::Softmax) return softmax(e, in[0], n.op.attrs<ir::AxisAttrs>().axis);
     if (n.op.kind() == OpKind::MatMul) return std::nullopt;
     return contract_rule(e, n, in);
+  case ir::Family::Conv:
+    if (has_decomposition(n.op.kind())) return conv_rule(e, n, in);
+    return std::nullopt;
   case ir::Family::Attention:
     if (n.op.kind() == OpKind::Attention) return attention_rule(e, n, in);
     if (n.op.kind() == OpKind::Rope) return rope_rule(e, n, in);
