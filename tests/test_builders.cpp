@@ -553,19 +553,23 @@ TEST_CASE("builders: attention checks heads against the last axis and names the 
 TEST_CASE("builders: rope variants set head_dim, n_rot and the pairing style") {
   Graph g("t");
   auto x = g.input("x", f32({1, 3, 16}));
-  auto cos = g.input("cos", f32({3, 4}));
-  auto sin = g.input("sin", f32({3, 4}));
+  // cos and sin hold one angle per rotated pair: [seq, n_rot/2].
+  auto cos = g.input("cos", f32({3, 4})), sin = g.input("sin", f32({3, 4}));
+  auto cos4 = g.input("cos4", f32({3, 2})), sin4 = g.input("sin4", f32({3, 2}));
+  auto cos2 = g.input("cos2", f32({3, 1})), sin2 = g.input("sin2", f32({3, 1}));
   const Shape s = f32({1, 3, 16});
   check_node(g, g.rope(x, cos, sin, 8), Op(OpKind::Rope, RopeAttrs{8, 8, RopeStyle::NeoX}),
              {x, cos, sin}, s);
-  check_node(g, g.rope_n(x, cos, sin, 8, 4), Op(OpKind::Rope, RopeAttrs{8, 4, RopeStyle::NeoX}),
-             {x, cos, sin}, s);
+  check_node(g, g.rope_n(x, cos4, sin4, 8, 4), Op(OpKind::Rope, RopeAttrs{8, 4, RopeStyle::NeoX}),
+             {x, cos4, sin4}, s);
   check_node(g, g.rope_styled(x, cos, sin, 8, RopeStyle::GptJ),
              Op(OpKind::Rope, RopeAttrs{8, 8, RopeStyle::GptJ}), {x, cos, sin}, s);
-  check_node(g, g.rope_n_styled(x, cos, sin, 8, 2, RopeStyle::GptJ),
-             Op(OpKind::Rope, RopeAttrs{8, 2, RopeStyle::GptJ}), {x, cos, sin}, s);
+  check_node(g, g.rope_n_styled(x, cos2, sin2, 8, 2, RopeStyle::GptJ),
+             Op(OpKind::Rope, RopeAttrs{8, 2, RopeStyle::GptJ}), {x, cos2, sin2}, s);
   test::check_error([&] { g.rope_n(x, cos, sin, 8, 3); }, ErrorKind::Shape,
                     "rope: needs head_dim >= 1 and an even n_rot <= head_dim");
+  test::check_error([&] { g.rope_n(x, cos, sin, 8, 4); }, ErrorKind::Shape,
+                    "rope: cos ([seq, n_rot/2]) must have 6 elements, got f32[3,4]");
 }
 
 TEST_CASE("builders: axial_rope2d keeps the shape and records its attributes") {

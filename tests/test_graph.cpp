@@ -149,3 +149,18 @@ TEST_CASE("op: attributes must be the kind's struct") {
   CHECK(Op(OpKind::ReduceSum) != r);
   CHECK(Op(OpKind::ReduceSum, ReduceAttrs{{1}, true}) == r);
 }
+
+TEST_CASE("builders: attention masks and rope tables of the wrong shape fail at build time") {
+  Graph g("att");
+  auto q = g.input("q", Shape({2, 3, 8}, DType::F32));
+  auto bad_mask = g.input("m", Shape({2, 4}, DType::F32));
+  test::check_error([&] { g.attention(q, q, q, bad_mask, 2, 4, Shape({2, 3, 8}, DType::F32)); },
+                    ErrorKind::Shape, "attention: shapes do not broadcast: f32[2,3] vs f32[2,4]");
+  auto bad_bias = g.input("b", Shape({2, 3, 3, 3}, DType::F32));
+  test::check_error(
+      [&] { g.attention_bias(q, q, q, bad_bias, 2, 4, Shape({2, 3, 8}, DType::F32)); },
+      ErrorKind::Shape, "attention: shapes do not broadcast: f32[2,2,3,3] vs f32[2,3,3,3]");
+  auto cos = g.input("cos", Shape({3, 4}, DType::F32));
+  test::check_error([&] { g.rope(q, cos, cos, 4); }, ErrorKind::Shape,
+                    "rope: cos ([seq, n_rot/2]) must have 6 elements, got f32[3,4]");
+}

@@ -27,6 +27,11 @@ Shape matmul_rule(const Op& op, std::span<const Shape> in, const Shape& a, const
   return Shape(std::move(dims), a.dtype());
 }
 
+void require_float(const Op& op, std::span<const Shape> in, std::size_t i) {
+  if (!is_float(in[i].dtype()))
+    fail(ErrorKind::Type, op.name(), ": needs floating-point operands, got ", shapes_str(in));
+}
+
 void check_vector(const Op& op, std::span<const Shape> in, std::size_t i, const Dim& want,
                   std::string_view what) {
   const Shape& s = in[i];
@@ -121,6 +126,7 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
   switch (op.kind()) {
   case OpKind::LayerNorm:
   case OpKind::RmsNorm: {
+    require_float(op, in, 0);
     int64_t axis = norm_axis(op, in, op.attrs<NormAttrs>().axis, x.rank());
     check_vector(op, in, 1, x.dims()[std::size_t(axis)], "gamma");
     check_vector(op, in, 2, x.dims()[std::size_t(axis)], "beta");
@@ -146,8 +152,14 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
     if (in.size() != (bias ? 5u : 4u))
       shape_error(op, in, "takes ", bias ? 5 : 4,
                   " inputs with has_bias=", bias ? "true" : "false");
+    require_float(op, in, 0);
     Shape s = broadcast_shapes(op.name(), x, in[1]);
     if (!shapes_compatible(s, x)) shape_error(op, in, "residual must broadcast to x");
+    if (bias && !shapes_compatible(broadcast_shapes(op.name(), x, in[2]), x))
+      shape_error(op, in, "bias must broadcast to x");
+    const Dim& last = x.dims().back();
+    check_vector(op, in, in.size() - 2, last, "gamma");
+    check_vector(op, in, in.size() - 1, last, "beta");
     return x;
   }
   case OpKind::Attention: {
@@ -163,7 +175,23 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
       if (last.is_static() && last.size() != a.num_heads * a.head_dim)
         shape_error(op, in, "last axis must be num_heads*head_dim = ", a.num_heads * a.head_dim);
     }
+    require_float(op, in, 0);
     if (!shapes_compatible(in[1], in[2])) shape_error(op, in, "k and v must have the same shape");
+    if (in[0].dtype() != in[1].dtype() || in[1].dtype() != in[2].dtype())
+      fail(ErrorKind::Type, op.name(), ": q, k and v must share a dtype (", shapes_str(in), ")");
+    const Dim &bq = in[0].dims()[0], &bk = in[1].dims()[0];
+    if (bq.is_static() && bk.is_static() && bq.size() != bk.size())
+      shape_error(op, in, "q and k have different batch sizes");
+    if (has_mask) {
+      // Custom: a [B, Sk] validity mask; Bias: an additive [B, H, Sq, Sk] tensor (both broadcast).
+      std::vector<Dim> want{bq, in[1].dims()[1]};
+      if (a.mask == MaskType::Bias) want = {bq, Dim(a.num_heads), in[0].dims()[1], in[1].dims()[1]};
+      Shape target(want, in[3].dtype());
+      Shape got = broadcast_shapes(op.name(), target, in[3]);
+      if (!shapes_compatible(got, target))
+        shape_error(op, in, "the ", a.mask == MaskType::Bias ? "bias" : "mask",
+                    " must broadcast to ", short_str(target));
+    }
     if (a.mask == MaskType::SlidingWindow && a.window < 1)
       shape_error(op, in, "a sliding window needs window >= 1");
     return x;
@@ -172,6 +200,13 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
     const auto& a = op.attrs<RopeAttrs>();
     if (a.head_dim < 1 || a.n_rot < 0 || a.n_rot > a.head_dim || a.n_rot % 2)
       shape_error(op, in, "needs head_dim >= 1 and an even n_rot <= head_dim");
+    require_float(op, in, 0);
+    if (x.rank() >= 2 && x.dims()[x.rank() - 2].is_static()) {
+      int64_t n_rot = a.n_rot == 0 ? a.head_dim : a.n_rot;
+      Dim pairs(x.dims()[x.rank() - 2].size() * (n_rot / 2));
+      check_vector(op, in, 1, pairs, "cos ([seq, n_rot/2])");
+      check_vector(op, in, 2, pairs, "sin ([seq, n_rot/2])");
+    }
     if (x.rank() == 0 || (x.dims().back().is_static() && x.dims().back().size() % a.head_dim))
       shape_error(op, in, "last axis must be a multiple of head_dim ", a.head_dim);
     return x;
