@@ -78,6 +78,33 @@ Buffer Buffer::i64(std::vector<int64_t> dims, std::span<const int64_t> values) {
   return from_i64(ir::Shape::of(dims, DType::I64), values);
 }
 
+/// Calls f(T{}) with the C++ storage type of an integer dtype (Bool is stored as uint8_t but
+/// handled by callers, since it normalizes to 0/1); returns false for the other dtypes.
+template <class F> bool with_int_storage(DType t, F&& f) {
+  switch (t) {
+  case DType::I8:
+    f(int8_t{});
+    return true;
+  case DType::I16:
+    f(int16_t{});
+    return true;
+  case DType::I32:
+    f(int32_t{});
+    return true;
+  case DType::I64:
+    f(int64_t{});
+    return true;
+  case DType::U8:
+    f(uint8_t{});
+    return true;
+  case DType::U32:
+    f(uint32_t{});
+    return true;
+  default:
+    return false;
+  }
+}
+
 double Buffer::get_f64(int64_t i) const {
   const std::byte* p = bytes_.data();
   switch (dtype()) {
@@ -89,46 +116,20 @@ double Buffer::get_f64(int64_t i) const {
     return detail::f16_to_f32(load<uint16_t>(p, i));
   case DType::BF16:
     return detail::bf16_to_f32(load<uint16_t>(p, i));
-  case DType::I8:
-    return load<int8_t>(p, i);
-  case DType::I16:
-    return load<int16_t>(p, i);
-  case DType::I32:
-    return load<int32_t>(p, i);
-  case DType::I64:
-    return double(load<int64_t>(p, i));
-  case DType::U8:
-    return load<uint8_t>(p, i);
-  case DType::U32:
-    return load<uint32_t>(p, i);
-  case DType::Bool:
-    return load<uint8_t>(p, i) ? 1.0 : 0.0;
   case DType::C64:
     return load<float>(p, 2 * i);
+  default:
+    return double(get_i64(i));
   }
-  return 0;
 }
 
 int64_t Buffer::get_i64(int64_t i) const {
   const std::byte* p = bytes_.data();
-  switch (dtype()) {
-  case DType::I8:
-    return load<int8_t>(p, i);
-  case DType::I16:
-    return load<int16_t>(p, i);
-  case DType::I32:
-    return load<int32_t>(p, i);
-  case DType::I64:
-    return load<int64_t>(p, i);
-  case DType::U8:
-    return load<uint8_t>(p, i);
-  case DType::U32:
-    return load<uint32_t>(p, i);
-  case DType::Bool:
-    return load<uint8_t>(p, i) ? 1 : 0;
-  default:
-    return saturate<int64_t>(get_f64(i));
-  }
+  if (dtype() == DType::Bool) return load<uint8_t>(p, i) ? 1 : 0;
+  int64_t out = 0;
+  if (with_int_storage(dtype(), [&](auto t) { out = int64_t(load<decltype(t)>(p, i)); }))
+    return out;
+  return saturate<int64_t>(get_f64(i));
 }
 
 void Buffer::set_f64(int64_t i, double v) {
@@ -136,71 +137,38 @@ void Buffer::set_f64(int64_t i, double v) {
   switch (dtype()) {
   case DType::F32:
     store<float>(p, i, static_cast<float>(v));
-    break;
+    return;
   case DType::F64:
     store<double>(p, i, v);
-    break;
+    return;
   case DType::F16:
     store<uint16_t>(p, i, detail::f32_to_f16(static_cast<float>(v)));
-    break;
+    return;
   case DType::BF16:
     store<uint16_t>(p, i, detail::f32_to_bf16(static_cast<float>(v)));
-    break;
-  case DType::I8:
-    store<int8_t>(p, i, saturate<int8_t>(v));
-    break;
-  case DType::I16:
-    store<int16_t>(p, i, saturate<int16_t>(v));
-    break;
-  case DType::I32:
-    store<int32_t>(p, i, saturate<int32_t>(v));
-    break;
-  case DType::I64:
-    store<int64_t>(p, i, saturate<int64_t>(v));
-    break;
-  case DType::U8:
-    store<uint8_t>(p, i, saturate<uint8_t>(v));
-    break;
-  case DType::U32:
-    store<uint32_t>(p, i, saturate<uint32_t>(v));
-    break;
-  case DType::Bool:
-    store<uint8_t>(p, i, v != 0.0 ? 1 : 0);
-    break;
+    return;
   case DType::C64:
     set_c64(i, {static_cast<float>(v), 0.0f});
-    break;
+    return;
+  case DType::Bool:
+    store<uint8_t>(p, i, v != 0.0 ? 1 : 0);
+    return;
+  default:
+    with_int_storage(dtype(), [&](auto t) {
+      using T = decltype(t);
+      store<T>(p, i, saturate<T>(v));
+    });
   }
 }
 
 void Buffer::set_i64(int64_t i, int64_t v) {
   std::byte* p = bytes_.data();
-  switch (dtype()) {
-  case DType::I8:
-    store<int8_t>(p, i, clamp_int<int8_t>(v));
-    break;
-  case DType::I16:
-    store<int16_t>(p, i, clamp_int<int16_t>(v));
-    break;
-  case DType::I32:
-    store<int32_t>(p, i, clamp_int<int32_t>(v));
-    break;
-  case DType::I64:
-    store<int64_t>(p, i, v);
-    break;
-  case DType::U8:
-    store<uint8_t>(p, i, clamp_int<uint8_t>(v));
-    break;
-  case DType::U32:
-    store<uint32_t>(p, i, clamp_int<uint32_t>(v));
-    break;
-  case DType::Bool:
-    store<uint8_t>(p, i, v != 0 ? 1 : 0);
-    break;
-  default:
-    set_f64(i, double(v));
-    break;
-  }
+  if (dtype() == DType::Bool) return store<uint8_t>(p, i, v != 0 ? 1 : 0);
+  bool is_int = with_int_storage(dtype(), [&](auto t) {
+    using T = decltype(t);
+    store<T>(p, i, clamp_int<T>(v));
+  });
+  if (!is_int) set_f64(i, double(v));
 }
 
 std::complex<float> Buffer::get_c64(int64_t i) const {
