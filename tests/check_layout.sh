@@ -7,7 +7,7 @@ set -u
 root=${1:?usage: check_layout.sh SOURCE_ROOT}
 cd "$root" || exit 2
 status=0
-bad=$(grep -rln 'case OpKind::' src jit tools 2>/dev/null | grep -vE '^(src/ops/|src/interp/|jit/[^/]+/lower_)')
+bad=$(grep -rlnE 'case +(ir::)?OpKind::' src jit tools 2>/dev/null | grep -vE '^(src/ops/|src/interp/|jit/[^/]+/lower_)')
 if [ -n "$bad" ]; then
   echo "switch over OpKind outside family files (passes ask traits and families):"; echo "$bad"; status=1
 fi

@@ -115,3 +115,10 @@ TEST_CASE("text: float attributes keep their exact values") {
   CHECK(back == g);
   CHECK(std::signbit(back.node(NodeId(2)).op.attrs<ClampAttrs>().min));
 }
+
+TEST_CASE("text: parsed nodes carry no source location (regression: the parser's own line)") {
+  Graph g = parse_text("graph @g {\n  %0 = input(\"x\") : [2] f32\n  %1 = relu(%0) : [2] f32\n"
+                       "  return %1\n}\n");
+  for (const Node& n : g.nodes()) CHECK_FALSE(n.loc.known());
+  CHECK(g.inspect().find("text_parse") == std::string::npos);
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/dev.sh -- the README's two commands. On a fresh Debian 12 machine (as root) each installs
 # what is missing with apt, configures with clang-19 + lld-19, builds, and then:
-#   tools/dev.sh demo   runs the main demo (examples/bert_layer: the seed's graph, printed)
+#   tools/dev.sh demo   runs the main demo (examples/numpy_like: Tensor code, lazily computed, and
+#                       rlx::jit with a dynamic batch)
 #   tools/dev.sh test   runs every test: the plain build (incl. the bounded fuzz runs) and the
 #                       ASan+UBSan build, then prints "N passed, N failed, N skipped"
 set -euo pipefail
@@ -51,8 +52,8 @@ case "$cmd" in
 demo)
   install_missing
   configure build
-  meson compile -C build bert_layer
-  ./build/examples/bert_layer
+  meson compile -C build numpy_like
+  ./build/examples/numpy_like
   ;;
 test)
   install_missing

@@ -21,6 +21,7 @@ enum class ErrorKind : uint8_t {
   Unsupported, ///< valid request that this build cannot do
   Io,          ///< a file could not be read or written
   Runtime,     ///< missing inputs, bad buffers at run time
+  Trace,       ///< a traced value used where a concrete one is needed (inside rlx::jit)
 };
 
 std::string_view error_kind_name(ErrorKind kind);

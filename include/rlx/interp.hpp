@@ -62,6 +62,11 @@ using Feed = std::map<std::string, Buffer, std::less<>>;
 /// buffer per graph output. Graphs with dynamic dims must be bound first (Graph::bind).
 std::vector<Buffer> run(const ir::Graph& g, const Feed& inputs, const Feed& params = {});
 
+/// Like run, without copying the feeds: `leaves` holds one buffer per Input and Param node, in
+/// graph order. Intermediate values are freed after their last use. A kernel's rlx::Error is
+/// rethrown with the node's op and the source line that built it.
+std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves);
+
 /// Evaluate one node on operand buffers (what constant folding calls).
 Buffer eval_node(const ir::Node& node, std::span<const Buffer* const> operands);
 

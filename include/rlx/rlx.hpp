@@ -13,4 +13,7 @@
 #include "rlx/ir/shape.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "rlx/jit.hpp"
 #include "rlx/passes.hpp"
+#include "rlx/runtime.hpp"
+#include "rlx/tensor.hpp"

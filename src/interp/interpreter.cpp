@@ -125,39 +125,78 @@ Buffer eval_node(const ir::Node& n, std::span<const Buffer* const> in) {
   fail(ErrorKind::Unsupported, "interp: cannot evaluate ", n.op.name());
 }
 
-std::vector<Buffer> run(const ir::Graph& g, const Feed& inputs, const Feed& params) {
+namespace {
+
+/// " (node %3 reduce_max, built at file.cpp:12)" for an error found while running node n.
+std::string node_context(const ir::Node& n) {
+  std::string s = rlx::detail::cat(" (node ", n.id, " ", n.op.name());
+  if (n.loc.known()) s += rlx::detail::cat(", built at ", n.loc.file, ":", n.loc.line);
+  return s + ")";
+}
+
+} // namespace
+
+std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves) {
   if (g.has_dynamic_dims())
     fail(ErrorKind::Runtime, "run: graph @", g.name,
          " has dynamic dims; bind them first (Graph::bind)");
   ir::verify(g);
-  std::vector<Buffer> values(g.len());
+  // Last use of every node (outputs live to the end) so intermediates can be freed early.
+  std::vector<uint32_t> last_use(g.len(), 0);
+  for (const ir::Node& n : g.nodes())
+    for (ir::NodeId id : n.inputs) last_use[id.index] = n.id.index;
+  for (ir::NodeId id : g.outputs) last_use[id.index] = uint32_t(g.len());
+  std::vector<Buffer> owned(g.len());
+  std::vector<const Buffer*> values(g.len(), nullptr);
   std::vector<const Buffer*> operands;
+  std::size_t next_leaf = 0;
   for (const ir::Node& n : g.nodes()) {
     ir::OpKind k = n.op.kind();
     if (k == ir::OpKind::Input || k == ir::OpKind::Param) {
-      const Feed& feed = k == ir::OpKind::Input ? inputs : params;
       std::string_view what = k == ir::OpKind::Input ? "input" : "param";
       const std::string& name = n.op.attrs<ir::LeafAttrs>().name;
-      auto it = feed.find(name);
-      if (it == feed.end())
+      if (next_leaf >= leaves.size() || leaves[next_leaf] == nullptr)
         fail(ErrorKind::Runtime, "run: missing ", what, " \"", name, "\" (", ir::short_str(n.shape),
              ") of graph @", g.name);
-      if (it->second.shape() != n.shape)
-        fail(ErrorKind::Runtime, "run: ", what, " \"", name, "\" is ",
-             ir::short_str(it->second.shape()), " but graph @", g.name, " expects ",
-             ir::short_str(n.shape));
-      values[n.id.index] = it->second;
+      const Buffer* b = leaves[next_leaf++];
+      if (b->shape() != n.shape)
+        fail(ErrorKind::Runtime, "run: ", what, " \"", name, "\" is ", ir::short_str(b->shape()),
+             " but graph @", g.name, " expects ", ir::short_str(n.shape));
+      values[n.id.index] = b;
       continue;
     }
     operands.clear();
-    for (ir::NodeId id : n.inputs) operands.push_back(&values[id.index]);
-    values[n.id.index] = eval_node(n, operands);
-    RLX_CHECK(values[n.id.index].shape() == n.shape, "kernel for ", n.op.name(), " produced ",
-              ir::short_str(values[n.id.index].shape()), ", node says ", ir::short_str(n.shape));
+    for (ir::NodeId id : n.inputs) operands.push_back(values[id.index]);
+    try {
+      owned[n.id.index] = eval_node(n, operands);
+    } catch (const Error& e) {
+      throw Error(e.kind(), e.what() + node_context(n));
+    }
+    values[n.id.index] = &owned[n.id.index];
+    RLX_CHECK(owned[n.id.index].shape() == n.shape, "kernel for ", n.op.name(), " produced ",
+              ir::short_str(owned[n.id.index].shape()), ", node says ", ir::short_str(n.shape));
+    for (ir::NodeId id : n.inputs)
+      if (last_use[id.index] == n.id.index) owned[id.index] = Buffer();
   }
+  if (next_leaf != leaves.size())
+    fail(ErrorKind::Runtime, "run: ", leaves.size(), " leaf buffers for graph @", g.name, " with ",
+         next_leaf, " inputs and params");
   std::vector<Buffer> outs;
-  for (ir::NodeId id : g.outputs) outs.push_back(values[id.index]);
+  outs.reserve(g.outputs.size());
+  for (ir::NodeId id : g.outputs) outs.push_back(*values[id.index]);
   return outs;
+}
+
+std::vector<Buffer> run(const ir::Graph& g, const Feed& inputs, const Feed& params) {
+  std::vector<const Buffer*> leaves;
+  for (const ir::Node& n : g.nodes()) {
+    ir::OpKind k = n.op.kind();
+    if (k != ir::OpKind::Input && k != ir::OpKind::Param) continue;
+    const Feed& feed = k == ir::OpKind::Input ? inputs : params;
+    auto it = feed.find(n.op.attrs<ir::LeafAttrs>().name);
+    leaves.push_back(it == feed.end() ? nullptr : &it->second);
+  }
+  return run_leaves(g, leaves);
 }
 
 } // namespace rlx::interp

@@ -18,6 +18,10 @@ NodeId Graph::build_inferred(Op op, std::vector<NodeId> inputs, const Loc& loc) 
   return append_node(std::move(op), std::move(inputs), std::move(*inferred), std::nullopt, loc);
 }
 
+NodeId Graph::add_inferred(Op op, std::vector<NodeId> inputs, Loc loc) {
+  return build_inferred(std::move(op), std::move(inputs), loc);
+}
+
 // ---- Binary and comparison short names
 
 NodeId Graph::mm(NodeId lhs, NodeId rhs, Loc loc) {

@@ -163,7 +163,8 @@ private:
       label = tok_.text;
       bump();
     }
-    NodeId id = g.append_node(std::move(op), std::move(inputs), std::move(shape), std::move(label));
+    NodeId id =
+        g.append_node(std::move(op), std::move(inputs), std::move(shape), std::move(label), Loc{});
     ids_.emplace(def.i, id);
   }
 

@@ -25,6 +25,8 @@ std::string_view error_kind_name(ErrorKind kind) {
     return "io";
   case ErrorKind::Runtime:
     return "runtime";
+  case ErrorKind::Trace:
+    return "trace";
   }
   return "unknown";
 }

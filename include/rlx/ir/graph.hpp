@@ -60,6 +60,9 @@ public:
   NodeId input(std::string name, Shape shape, Loc loc = Loc::current());
   NodeId param(std::string name, Shape shape, Loc loc = Loc::current());
   NodeId add_node(Op op, std::vector<NodeId> inputs, Shape shape, Loc loc = Loc::current());
+  /// Append a node of any op with the shape its rule infers; an rlx::Error naming the op, the
+  /// operand shapes and loc when they do not fit (or a dynamic dim hides the result).
+  NodeId add_inferred(Op op, std::vector<NodeId> inputs, Loc loc = Loc::current());
 
   // ---- Builders with explicit output shapes (the seed's primitive builders). Each checks its
   // operands and the declared shape against the op's shape rule and throws rlx::Error naming

@@ -1,0 +1,129 @@
+// src/frontend/creation.cpp -- zeros, ones, full, arange, linspace, eye, rand, randn.
+#include "frontend/impl.hpp"
+#include "frontend/ops.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace rlx {
+
+namespace {
+
+void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Loc& loc) {
+  for (int64_t s : sizes)
+    if (s < 0) {
+      std::string text;
+      for (int64_t d : sizes) text += (text.empty() ? "" : ",") + std::to_string(d);
+      fail(ErrorKind::Shape, what, ": negative size in ", ir::dtype_name(dtype), "[", text, "]",
+           detail::at_loc(loc));
+    }
+}
+
+Tensor computed(interp::Buffer b, const Loc& loc) {
+  return Tensor(detail::make_computed(std::move(b), loc));
+}
+
+/// splitmix64: a counter-based generator (each element hashes its own index, so values do not
+/// depend on the order or the number of threads that compute them).
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Uniform in [0, 1) from 53 random bits.
+double uniform(uint64_t seed, uint64_t i) { return double(mix(mix(seed) ^ i) >> 11) * 0x1.0p-53; }
+
+} // namespace
+
+Tensor full(Dims sizes, double value, DType dtype, Loc loc) {
+  check_sizes(sizes, dtype, "full", loc);
+  // A lazy broadcast of one constant: nothing is allocated until it is used.
+  return apply(
+      std::span<const Tensor>(),
+      [&](ir::Graph& g, std::span<const ir::NodeId>) {
+        ir::NodeId c = detail::scalar_node(g, Number(value), dtype, "full", loc);
+        if (sizes.empty()) return c;
+        ir::NodeId one = g.reshape_(c, std::vector<int64_t>(sizes.size(), 1), loc);
+        return g.expand(one, sizes, loc);
+      },
+      loc);
+}
+Tensor zeros(Dims sizes, DType dtype, Loc loc) { return full(std::move(sizes), 0.0, dtype, loc); }
+Tensor ones(Dims sizes, DType dtype, Loc loc) { return full(std::move(sizes), 1.0, dtype, loc); }
+Tensor zeros_like(const Tensor& t, Loc loc) { return zeros(t.sizes(loc), t.dtype(), loc); }
+Tensor ones_like(const Tensor& t, Loc loc) { return ones(t.sizes(loc), t.dtype(), loc); }
+Tensor full_like(const Tensor& t, double value, Loc loc) {
+  return full(t.sizes(loc), value, t.dtype(), loc);
+}
+
+Tensor arange(double stop, DType dtype, Loc loc) { return arange(0.0, stop, 1.0, dtype, loc); }
+
+Tensor arange(double start, double stop, double step, DType dtype, Loc loc) {
+  if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+    fail(ErrorKind::Value, "arange: needs finite start, stop and a nonzero step, got (", start,
+         ", ", stop, ", ", step, ")", detail::at_loc(loc));
+  double count = std::ceil((stop - start) / step);
+  int64_t n = count > 0 ? int64_t(count) : 0;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[std::size_t(i)] = start + double(i) * step;
+  return computed(interp::Buffer::from_f64(Shape::of(std::vector<int64_t>{n}, dtype), v), loc);
+}
+
+Tensor linspace(double start, double stop, int64_t num, DType dtype, Loc loc) {
+  if (num < 0)
+    fail(ErrorKind::Value, "linspace: num must be non-negative, got ", num, detail::at_loc(loc));
+  std::vector<double> v(static_cast<std::size_t>(num));
+  double step = num > 1 ? (stop - start) / double(num - 1) : 0.0;
+  for (int64_t i = 0; i < num; ++i) v[std::size_t(i)] = start + double(i) * step;
+  if (num > 1) v.back() = stop; // numpy makes the end point exact
+  return computed(interp::Buffer::from_f64(Shape::of(std::vector<int64_t>{num}, dtype), v), loc);
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype, Loc loc) {
+  int64_t cols = m.value_or(n);
+  check_sizes({n, cols}, dtype, "eye", loc);
+  interp::Buffer b(Shape::of(std::vector<int64_t>{n, cols}, dtype));
+  for (int64_t i = 0; i < n; ++i)
+    if (i + k >= 0 && i + k < cols) b.set_f64(i * cols + i + k, 1.0);
+  return computed(std::move(b), loc);
+}
+
+namespace {
+/// A zero float buffer for rand/randn, after checking the request.
+interp::Buffer random_buffer(const Dims& sizes, DType dtype, std::string_view what,
+                             const Loc& loc) {
+  check_sizes(sizes, dtype, what, loc);
+  if (!ir::is_float(dtype))
+    fail(ErrorKind::Type, what, ": needs a float dtype, got ", ir::dtype_name(dtype),
+         detail::at_loc(loc));
+  return interp::Buffer(Shape::of(sizes, dtype));
+}
+} // namespace
+
+Tensor rand(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
+  interp::Buffer b = random_buffer(sizes, dtype, "rand", loc);
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    // Rounding to a narrower float may reach 1.0: keep the interval half-open.
+    b.set_f64(i, uniform(seed, uint64_t(i)));
+    if (b.get_f64(i) >= 1.0) b.set_f64(i, 0.0);
+  }
+  return computed(std::move(b), loc);
+}
+
+Tensor randn(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
+  interp::Buffer b = random_buffer(sizes, dtype, "randn", loc);
+  // Box-Muller on pairs: element 2j uses the cosine branch of pair j, element 2j+1 the sine.
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    uint64_t pair = uint64_t(i) / 2;
+    double u1 = 1.0 - uniform(seed, 2 * pair); // (0, 1]
+    double u2 = uniform(seed, 2 * pair + 1);
+    double r = std::sqrt(-2.0 * std::log(u1));
+    double angle = 2.0 * std::numbers::pi * u2;
+    b.set_f64(i, r * (i % 2 == 0 ? std::cos(angle) : std::sin(angle)));
+  }
+  return computed(std::move(b), loc);
+}
+
+} // namespace rlx

@@ -1,0 +1,28 @@
+// src/frontend/ops.hpp -- small helpers shared by the frontend's op files.
+#pragma once
+
+#include "rlx/tensor.hpp"
+
+#include <string_view>
+#include <vector>
+
+namespace rlx::detail {
+
+/// x converted to dtype (x itself when it already has it).
+ir::NodeId cast_to(ir::Graph& g, ir::NodeId x, DType dtype, const Loc& loc);
+/// The dtype float-only math runs in: floats and c64 keep theirs, the rest compute in f32.
+DType float_dtype(DType t);
+/// The dtype of `tensor op scalar` (weak scalar typing): float/c64 tensors keep their dtype; a
+/// float scalar with an integer or bool tensor gives f32; an integer scalar with bool gives i64.
+DType scalar_result_dtype(DType tensor, const Number& n);
+/// A rank-0 constant of dtype holding n; an rlx::Error naming `what` when it does not fit.
+ir::NodeId scalar_node(ir::Graph& g, const Number& n, DType dtype, std::string_view what,
+                       const Loc& loc);
+/// Normalize an axis of a rank-r tensor (negative counts from the end) or throw naming `what`.
+int64_t norm_axis(int64_t axis, int64_t rank, std::string_view what, const Shape& shape,
+                  const Loc& loc);
+/// Apply a one-operand builder.
+Tensor apply1(const Tensor& x, const std::function<ir::NodeId(ir::Graph&, ir::NodeId)>& build,
+              const Loc& loc);
+
+} // namespace rlx::detail

@@ -1,0 +1,228 @@
+// src/frontend/tensor.cpp -- Tensor handles, recording ops (apply), tracing state, printing.
+#include "frontend/format.hpp"
+#include "frontend/impl.hpp"
+
+#include "rlx/io/npy.hpp"
+
+#include <algorithm>
+#include <atomic>
+
+namespace rlx {
+
+namespace detail {
+
+std::mutex& eval_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::shared_ptr<TensorImpl> make_computed(interp::Buffer buffer, Loc loc) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = buffer.shape();
+  impl->buffer = std::make_shared<const interp::Buffer>(std::move(buffer));
+  impl->loc = loc;
+  return impl;
+}
+
+namespace {
+thread_local std::vector<uint64_t> t_traces;
+std::atomic<uint64_t> g_next_trace{1};
+} // namespace
+
+bool trace_active(uint64_t id) {
+  return std::find(t_traces.begin(), t_traces.end(), id) != t_traces.end();
+}
+uint64_t current_trace() { return t_traces.empty() ? 0 : t_traces.back(); }
+
+TraceScope::TraceScope() : id_(g_next_trace.fetch_add(1)) { t_traces.push_back(id_); }
+TraceScope::~TraceScope() { t_traces.pop_back(); }
+
+void check_defined(const Tensor& t, std::string_view what, const Loc& loc) {
+  if (!t.defined())
+    fail(ErrorKind::Value, what, ": the tensor is undefined (a default-constructed Tensor)",
+         at_loc(loc));
+}
+
+void fail_traced_read(const Tensor& t, std::string_view what, const Loc& loc) {
+  fail(ErrorKind::Trace, what, ": cannot read the value of a traced tensor ",
+       ir::short_str(t.shape()),
+       " inside rlx::jit: its data exists only when the compiled function runs. Keep "
+       "data-dependent choices in the graph (rlx::where), or read the value outside the jitted "
+       "function",
+       at_loc(loc));
+}
+
+} // namespace detail
+
+using detail::TensorImpl;
+
+Tensor::Tensor() = default;
+Tensor::Tensor(interp::Buffer buffer) : impl_(detail::make_computed(std::move(buffer))) {}
+
+Tensor Tensor::from_bytes(DType dtype, Dims sizes, std::span<const std::byte> bytes, Loc loc) {
+  for (int64_t s : sizes)
+    if (s < 0)
+      fail(ErrorKind::Shape, "tensor: negative size ", s, " in the sizes", detail::at_loc(loc));
+  Shape shape = Shape::of(sizes, dtype);
+  interp::Buffer b(shape);
+  if (b.bytes().size() != bytes.size())
+    fail(ErrorKind::Shape, "tensor: ", bytes.size() / ir::size_bytes(dtype), " values for shape ",
+         ir::short_str(shape), " (", b.numel(), " elements)", detail::at_loc(loc));
+  std::copy(bytes.begin(), bytes.end(), b.bytes().begin());
+  if (dtype == DType::Bool)
+    for (std::byte& x : b.bytes()) x = x != std::byte{0} ? std::byte{1} : std::byte{0};
+  return Tensor(detail::make_computed(std::move(b), loc));
+}
+
+const Shape& Tensor::shape() const {
+  detail::check_defined(*this, "shape", Loc::current());
+  return impl_->shape;
+}
+DType Tensor::dtype() const { return shape().dtype(); }
+int64_t Tensor::ndim() const { return int64_t(shape().rank()); }
+
+Dims Tensor::sizes(Loc loc) const {
+  const Shape& s = shape();
+  if (!s.is_static())
+    fail(ErrorKind::Shape, "sizes: ", ir::short_str(s),
+         " has a dynamic dim whose size is only known when the jitted function runs",
+         detail::at_loc(loc));
+  return s.sizes();
+}
+
+int64_t Tensor::numel(Loc loc) const {
+  int64_t n = 1;
+  for (int64_t s : sizes(loc)) n *= s;
+  return n;
+}
+
+int64_t Tensor::size(int64_t axis, Loc loc) const {
+  const Shape& s = shape();
+  int64_t r = int64_t(s.rank());
+  if (axis < -r || axis >= r)
+    fail(ErrorKind::Value, "size: axis ", axis, " is out of range for ", ir::short_str(s),
+         detail::at_loc(loc));
+  const ir::Dim& d = s.dims()[std::size_t(axis < 0 ? axis + r : axis)];
+  if (d.is_dynamic())
+    fail(ErrorKind::Shape, "size: axis ", axis, " of ", ir::short_str(s),
+         " is dynamic; its size is only known when the jitted function runs", detail::at_loc(loc));
+  return d.size();
+}
+
+bool Tensor::is_materialized() const {
+  if (!impl_) return false;
+  std::lock_guard lock(detail::eval_mutex());
+  return impl_->buffer != nullptr;
+}
+
+bool Tensor::is_traced() const { return impl_ && impl_->trace != 0; }
+
+const interp::Buffer& Tensor::buffer(Loc loc) const {
+  detail::check_defined(*this, "read", loc);
+  if (impl_->trace != 0) detail::fail_traced_read(*this, "reading data", loc);
+  {
+    std::lock_guard lock(detail::eval_mutex());
+    if (impl_->buffer) return *impl_->buffer;
+  }
+  std::shared_ptr<TensorImpl> root = impl_;
+  detail::materialize(std::span(&root, 1), loc);
+  std::lock_guard lock(detail::eval_mutex());
+  RLX_CHECK(impl_->buffer != nullptr, "materialize left a root pending");
+  return *impl_->buffer;
+}
+
+void Tensor::check_dtype(DType want, const char* what, const Loc& loc) const {
+  if (dtype() != want)
+    fail(ErrorKind::Type, what, ": the tensor is ", ir::short_str(shape()), " but ",
+         ir::dtype_name(want), " was requested (use to_vector<T>() to convert, or cast())",
+         detail::at_loc(loc));
+}
+
+void Tensor::check_single(const char* what, const Loc& loc) const {
+  detail::check_defined(*this, what, loc);
+  if (impl_->trace != 0) detail::fail_traced_read(*this, what, loc);
+  if (numel(loc) != 1)
+    fail(ErrorKind::Shape, what, ": needs a tensor with one element, got ", ir::short_str(shape()),
+         detail::at_loc(loc));
+}
+
+std::string Tensor::str(Loc loc) const {
+  if (!impl_) return "tensor(<undefined>)";
+  if (impl_->trace != 0) return "tensor(<traced>, " + ir::short_str(impl_->shape) + ")";
+  return detail::format_buffer(buffer(loc));
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+Tensor Tensor::operator[](int64_t i) const { return index({TensorIndex(i)}, Loc::current()); }
+
+// ---- Recording
+
+Tensor apply(std::span<const Tensor> operands, const BuildFn& build, Loc loc) {
+  ir::Graph g("apply");
+  std::vector<ir::NodeId> ids;
+  ids.reserve(operands.size());
+  uint64_t trace = 0;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const Tensor& t = operands[i];
+    detail::check_defined(t, "operand", loc);
+    uint64_t tr = t.impl()->trace;
+    if (tr != 0) {
+      if (!detail::trace_active(tr))
+        fail(ErrorKind::Trace,
+             "a tensor traced inside rlx::jit was used after its trace ended (it escaped the "
+             "jitted function, e.g. through a captured variable)",
+             detail::at_loc(loc));
+      trace = std::max(trace, tr); // inner traces have larger ids
+    }
+    ids.push_back(g.input("x" + std::to_string(i), t.shape(), loc));
+  }
+  ir::NodeId r = build(g, ids);
+  std::size_t n = operands.size();
+  if (r.index < n) return operands[r.index]; // the builder returned an operand unchanged
+  // Record every node the result depends on.
+  std::vector<char> need(g.len(), 0);
+  need[r.index] = 1;
+  for (std::size_t i = r.index + 1; i-- > n;)
+    if (need[i])
+      for (ir::NodeId in : g.node(ir::NodeId(uint32_t(i))).inputs) need[in.index] = 1;
+  std::vector<std::shared_ptr<TensorImpl>> map(g.len());
+  for (std::size_t i = 0; i < n; ++i) map[i] = operands[i].impl();
+  for (std::size_t i = n; i <= r.index; ++i) {
+    if (!need[i]) continue;
+    const ir::Node& node = g.node(ir::NodeId(uint32_t(i)));
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = node.shape;
+    impl->op = node.op;
+    impl->loc = loc;
+    impl->trace = trace;
+    uint64_t pending = 1;
+    for (ir::NodeId in : node.inputs) {
+      const auto& src = map[in.index];
+      impl->inputs.push_back(src);
+      pending += src->pending;
+    }
+    impl->pending = std::min<uint64_t>(pending, uint64_t(1) << 40);
+    map[i] = std::move(impl);
+  }
+  Tensor result(map[r.index]);
+  if (trace == 0 && result.impl()->pending > detail::kAutoEvalNodes)
+    detail::materialize(std::span(&result.impl(), 1), loc);
+  return result;
+}
+
+Tensor apply(std::initializer_list<Tensor> operands, const BuildFn& build, Loc loc) {
+  return apply(std::span<const Tensor>(operands.begin(), operands.size()), build, loc);
+}
+
+// ---- Files
+
+Tensor load_npy(const std::string& path, Loc loc) {
+  return Tensor(detail::make_computed(io::load_npy(path), loc));
+}
+
+void save_npy(const std::string& path, const Tensor& t, Loc loc) {
+  io::save_npy(path, t.buffer(loc));
+}
+
+} // namespace rlx

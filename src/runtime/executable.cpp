@@ -1,0 +1,124 @@
+// src/runtime/executable.cpp -- backends, executables and the process-wide compile cache.
+#include "rlx/runtime.hpp"
+
+#include "rlx/ir/text.hpp"
+#include "rlx/ir/verify.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace rlx {
+
+namespace {
+
+/// The reference interpreter as a backend: the graph is the whole executable.
+class InterpExecutable final : public Executable {
+public:
+  explicit InterpExecutable(ir::Graph g) : graph_(std::move(g)) {}
+  std::vector<interp::Buffer> run(std::span<const interp::Buffer* const> leaves) const override {
+    return interp::run_leaves(graph_, leaves);
+  }
+  const ir::Graph& graph() const override { return graph_; }
+  Backend backend() const override { return Backend::Interp; }
+
+private:
+  ir::Graph graph_;
+};
+
+Backend initial_backend() {
+  const char* env = std::getenv("RLX_BACKEND");
+  if (env == nullptr || *env == '\0') return Backend::Interp;
+  std::string v(env);
+  if (v == "interp") return Backend::Interp;
+  if (v == "jit" && backend_available(Backend::Jit)) return Backend::Jit;
+  fail(ErrorKind::Value, "RLX_BACKEND=", v, ": expected interp",
+       backend_available(Backend::Jit) ? " or jit" : " (this build has no jit backend yet)");
+}
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const Executable>> entries;
+  CacheStats stats;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+std::atomic<int>& backend_slot() {
+  static std::atomic<int> slot{int(initial_backend())};
+  return slot;
+}
+
+std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
+  if (!backend_available(backend))
+    fail(ErrorKind::Unsupported, "compile: backend ", enum_name(backend),
+         " is not available in this build (the ORC JIT lands with issue 5); use Backend::Interp");
+  ir::verify(g);
+  return std::make_shared<InterpExecutable>(g);
+}
+
+} // namespace
+
+bool backend_available(Backend backend) { return backend == Backend::Interp; }
+
+Backend default_backend() { return Backend(backend_slot().load()); }
+
+void set_default_backend(Backend backend) {
+  if (!backend_available(backend))
+    fail(ErrorKind::Unsupported, "set_default_backend: backend ", enum_name(backend),
+         " is not available in this build");
+  backend_slot().store(int(backend));
+}
+
+std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backend, bool* hit) {
+  if (graph.has_dynamic_dims())
+    fail(ErrorKind::Bind, "compile: graph @", graph.name,
+         " has dynamic dims; bind them first (Graph::bind)");
+  std::string key = std::string(enum_name(backend)) + "\n" + ir::to_text(graph);
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) {
+      ++c.stats.hits;
+      if (hit) *hit = true;
+      return it->second;
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<const Executable> exe = build(graph, backend);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::lock_guard lock(c.mu);
+  auto [it, inserted] = c.entries.emplace(std::move(key), exe);
+  if (inserted) {
+    ++c.stats.compiles;
+    c.stats.compile_ms += ms;
+  } else {
+    ++c.stats.hits; // another thread compiled the same graph meanwhile
+  }
+  if (hit) *hit = !inserted;
+  return it->second;
+}
+
+CacheStats cache_stats() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  CacheStats s = c.stats;
+  s.entries = int64_t(c.entries.size());
+  return s;
+}
+
+void clear_cache() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  c.entries.clear();
+}
+
+} // namespace rlx

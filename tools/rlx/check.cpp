@@ -1,0 +1,56 @@
+// tools/rlx/check.cpp -- `rlx check FILE`: parse, verify and print a graph (text IR, JSON,
+// inspect).
+#include "args.hpp"
+#include "commands.hpp"
+#include "graph_file.hpp"
+
+#include <rlx/ir/json.hpp>
+#include <rlx/ir/text.hpp>
+
+#include <iostream>
+
+namespace rlx::cli {
+
+namespace {
+
+constexpr OptionSpec kCheckOptions[] = {
+    {"--help", false, false},
+    {"--json", false, false},
+    {"--inspect", false, false},
+    {"--bind", true, true},
+};
+
+} // namespace
+
+int check_command(std::span<const std::string> args) {
+  ParsedArgs a = parse_args(args, kCheckOptions);
+  if (a.has("--help")) {
+    std::cout << command_usage("check");
+    return 0;
+  }
+  if (a.positional.empty()) throw UsageError("missing the graph FILE");
+  if (a.positional.size() > 1)
+    throw UsageError("expected one graph FILE, got " + std::to_string(a.positional.size()) +
+                     " operands");
+  if (a.has("--json") && a.has("--inspect"))
+    throw UsageError("--json and --inspect cannot be combined");
+
+  const std::string& path = a.positional[0];
+  ir::Graph g = load_graph(path);
+  verify_graph(g, path);
+  if (a.has("--bind")) {
+    g = bind_graph(g, parse_bindings(g, a.values("--bind")), path);
+    verify_graph(g, path);
+  }
+
+  if (a.has("--json"))
+    std::cout << ir::to_json(g, /*pretty=*/true);
+  else if (a.has("--inspect"))
+    std::cout << g.inspect();
+  else
+    std::cout << ir::to_text(g);
+  std::cout.flush();
+  return 0;
+}
+
+} // namespace rlx::cli

@@ -1,0 +1,140 @@
+// tools/rlx/run.cpp -- `rlx run FILE --in ... --out DIR`: bind, compile, run, write .npy outputs.
+#include "args.hpp"
+#include "commands.hpp"
+#include "feeds.hpp"
+#include "graph_file.hpp"
+
+#include <rlx/error.hpp>
+#include <rlx/io/npy.hpp>
+#include <rlx/runtime.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+namespace rlx::cli {
+
+namespace {
+
+constexpr OptionSpec kRunOptions[] = {
+    {"--help", false, false}, {"--in", true, true},       {"--param", true, true},
+    {"--out", true, false},   {"--backend", true, false}, {"--bind", true, true},
+};
+
+Backend parse_backend(const std::optional<std::string>& text) {
+  if (!text) return default_backend();
+  if (*text == "interp") return Backend::Interp;
+  if (*text == "jit") return Backend::Jit;
+  throw UsageError("--backend '" + *text + "': expected interp or jit");
+}
+
+/// A node label as a file name: characters outside [A-Za-z0-9_.-] become '_'.
+std::string sanitize(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+void make_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail(ErrorKind::Io, "--out ", dir, ": cannot create the directory: ", ec.message());
+  if (!std::filesystem::is_directory(dir, ec))
+    fail(ErrorKind::Io, "--out ", dir, ": not a directory");
+}
+
+/// .npy has no bf16: such outputs are written as f32 (with a note on stderr).
+interp::Buffer savable(const interp::Buffer& b, std::string_view label) {
+  if (b.dtype() != ir::DType::BF16) return b;
+  std::cerr << "rlx: note: " << label << " is bf16, which .npy cannot hold; writing it as f32\n";
+  std::vector<double> values = b.to_f64();
+  return interp::Buffer::from_f64(b.shape().with_dtype(ir::DType::F32), values);
+}
+
+/// Write out<i>.npy (and <name>.npy for labelled outputs) and print one line per output.
+void write_outputs(const ir::Graph& g, const std::vector<interp::Buffer>& outs,
+                   const std::string& dir) {
+  // File name -> the output index that owns it; the out<i> names come first.
+  std::map<std::string, std::size_t> owner;
+  for (std::size_t i = 0; i < outs.size(); ++i) owner["out" + std::to_string(i) + ".npy"] = i;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    std::string label = "out" + std::to_string(i);
+    interp::Buffer b = savable(outs[i], label);
+    std::vector<std::string> files{label + ".npy"};
+    const std::optional<std::string>& name = g.node(g.outputs[i]).name;
+    if (name && !name->empty()) {
+      std::string file = sanitize(*name) + ".npy";
+      auto [it, inserted] = owner.emplace(file, i);
+      if (inserted)
+        files.push_back(file);
+      else if (g.outputs[it->second] != g.outputs[i])
+        std::cerr << "rlx: warning: " << label << " is named \"" << *name << "\" but " << file
+                  << " is taken by out" << it->second << "; writing " << label << ".npy only\n";
+    }
+    std::string line = label + " " + ir::short_str(outs[i].shape()) + " ->";
+    for (std::size_t k = 0; k < files.size(); ++k) {
+      std::string path = (std::filesystem::path(dir) / files[k]).string();
+      io::save_npy(path, b);
+      line += (k ? ", " : " ") + path;
+    }
+    std::cout << line << '\n';
+  }
+  std::cout.flush();
+}
+
+} // namespace
+
+int run_command(std::span<const std::string> args) {
+  ParsedArgs a = parse_args(args, kRunOptions);
+  if (a.has("--help")) {
+    std::cout << command_usage("run");
+    return 0;
+  }
+  if (a.positional.empty()) throw UsageError("missing the graph FILE");
+  if (a.positional.size() > 1)
+    throw UsageError("expected one graph FILE, got " + std::to_string(a.positional.size()) +
+                     " operands (feeds need --in NAME=PATH)");
+  std::optional<std::string> out_dir = a.value("--out");
+  if (!out_dir) throw UsageError("missing --out DIR (where the outputs are written)");
+  std::vector<Feed> feeds = parse_feeds(a.values("--in"), a.values("--param"));
+  Backend backend = parse_backend(a.value("--backend"));
+
+  const std::string& path = a.positional[0];
+  ir::Graph g = load_graph(path);
+  verify_graph(g, path);
+  std::vector<const Feed*> leaves = match_feeds(g, feeds);
+  load_feeds(g, feeds);
+  ir::Graph bound = g;
+  if (g.has_dynamic_dims()) {
+    ir::DimBinding binding = infer_binding(g, leaves, parse_bindings(g, a.values("--bind")));
+    bound = bind_graph(g, binding, path);
+  } else if (a.has("--bind")) {
+    parse_bindings(g, a.values("--bind")); // names the option that binds nothing
+  }
+  check_feeds(bound, leaves);
+
+  std::shared_ptr<const Executable> exe;
+  try {
+    exe = compile(bound, backend);
+  } catch (const Error& e) {
+    std::optional<std::string> chosen = a.value("--backend");
+    throw Error(e.kind(), (chosen ? "--backend " + *chosen : path) + ": " + e.what());
+  }
+  std::vector<const interp::Buffer*> buffers;
+  for (const Feed* f : leaves) buffers.push_back(&f->buffer);
+  std::vector<interp::Buffer> outs;
+  try {
+    outs = exe->run(buffers);
+  } catch (const Error& e) {
+    throw Error(e.kind(), detail::cat(path, ": ", e.what()));
+  }
+  make_directory(*out_dir);
+  write_outputs(bound, outs, *out_dir);
+  return 0;
+}
+
+} // namespace rlx::cli
