@@ -67,6 +67,15 @@ std::vector<Buffer> run(const ir::Graph& g, const Feed& inputs, const Feed& para
 /// rethrown with the node's op and the source line that built it.
 std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves);
 
+/// The leaves as run_leaves takes them, checked against the graph (count, shapes, dtypes):
+/// one pointer per node id, set for Input and Param nodes, null elsewhere. rlx::Error
+/// (ErrorKind::Runtime) names a missing or mismatched leaf.
+std::vector<const Buffer*> feed_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves);
+
+/// eval_node whose rlx::Error also names the node and the source line that built it (what the
+/// backends call while running a graph).
+Buffer eval_node_of_graph(const ir::Node& node, std::span<const Buffer* const> operands);
+
 /// Evaluate one node on operand buffers (what constant folding calls).
 Buffer eval_node(const ir::Node& node, std::span<const Buffer* const> operands);
 

@@ -16,7 +16,7 @@ namespace rlx {
 RLX_ENUM(Backend, Interp, Jit)
 
 /// The backend used by Tensor materialization, rlx::jit and `rlx run` unless told otherwise.
-/// Starts as RLX_BACKEND from the environment (interp|jit) when set, else the best available.
+/// Starts as RLX_BACKEND from the environment (interp|jit) when set, else Jit.
 Backend default_backend();
 void set_default_backend(Backend backend);
 /// Whether this build can run graphs on `backend`.

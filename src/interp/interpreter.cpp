@@ -136,6 +136,37 @@ std::string node_context(const ir::Node& n) {
 
 } // namespace
 
+Buffer eval_node_of_graph(const ir::Node& n, std::span<const Buffer* const> operands) {
+  try {
+    return eval_node(n, operands);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.what() + node_context(n));
+  }
+}
+
+std::vector<const Buffer*> feed_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves) {
+  std::vector<const Buffer*> values(g.len(), nullptr);
+  std::size_t next_leaf = 0;
+  for (const ir::Node& n : g.nodes()) {
+    ir::OpKind k = n.op.kind();
+    if (k != ir::OpKind::Input && k != ir::OpKind::Param) continue;
+    std::string_view what = k == ir::OpKind::Input ? "input" : "param";
+    const std::string& name = n.op.attrs<ir::LeafAttrs>().name;
+    if (next_leaf >= leaves.size() || leaves[next_leaf] == nullptr)
+      fail(ErrorKind::Runtime, "run: missing ", what, " \"", name, "\" (", ir::short_str(n.shape),
+           ") of graph @", g.name);
+    const Buffer* b = leaves[next_leaf++];
+    if (b->shape() != n.shape)
+      fail(ErrorKind::Runtime, "run: ", what, " \"", name, "\" is ", ir::short_str(b->shape()),
+           " but graph @", g.name, " expects ", ir::short_str(n.shape));
+    values[n.id.index] = b;
+  }
+  if (next_leaf != leaves.size())
+    fail(ErrorKind::Runtime, "run: ", leaves.size(), " leaf buffers for graph @", g.name, " with ",
+         next_leaf, " inputs and params");
+  return values;
+}
+
 std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves) {
   if (g.has_dynamic_dims())
     fail(ErrorKind::Runtime, "run: graph @", g.name,
@@ -147,40 +178,19 @@ std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const
     for (ir::NodeId id : n.inputs) last_use[id.index] = n.id.index;
   for (ir::NodeId id : g.outputs) last_use[id.index] = uint32_t(g.len());
   std::vector<Buffer> owned(g.len());
-  std::vector<const Buffer*> values(g.len(), nullptr);
+  std::vector<const Buffer*> values = feed_leaves(g, leaves);
   std::vector<const Buffer*> operands;
-  std::size_t next_leaf = 0;
   for (const ir::Node& n : g.nodes()) {
-    ir::OpKind k = n.op.kind();
-    if (k == ir::OpKind::Input || k == ir::OpKind::Param) {
-      std::string_view what = k == ir::OpKind::Input ? "input" : "param";
-      const std::string& name = n.op.attrs<ir::LeafAttrs>().name;
-      if (next_leaf >= leaves.size() || leaves[next_leaf] == nullptr)
-        fail(ErrorKind::Runtime, "run: missing ", what, " \"", name, "\" (", ir::short_str(n.shape),
-             ") of graph @", g.name);
-      const Buffer* b = leaves[next_leaf++];
-      if (b->shape() != n.shape)
-        fail(ErrorKind::Runtime, "run: ", what, " \"", name, "\" is ", ir::short_str(b->shape()),
-             " but graph @", g.name, " expects ", ir::short_str(n.shape));
-      values[n.id.index] = b;
-      continue;
-    }
+    if (values[n.id.index] != nullptr) continue; // fed
     operands.clear();
     for (ir::NodeId id : n.inputs) operands.push_back(values[id.index]);
-    try {
-      owned[n.id.index] = eval_node(n, operands);
-    } catch (const Error& e) {
-      throw Error(e.kind(), e.what() + node_context(n));
-    }
+    owned[n.id.index] = eval_node_of_graph(n, operands);
     values[n.id.index] = &owned[n.id.index];
     RLX_CHECK(owned[n.id.index].shape() == n.shape, "kernel for ", n.op.name(), " produced ",
               ir::short_str(owned[n.id.index].shape()), ", node says ", ir::short_str(n.shape));
     for (ir::NodeId id : n.inputs)
       if (last_use[id.index] == n.id.index) owned[id.index] = Buffer();
   }
-  if (next_leaf != leaves.size())
-    fail(ErrorKind::Runtime, "run: ", leaves.size(), " leaf buffers for graph @", g.name, " with ",
-         next_leaf, " inputs and params");
   std::vector<Buffer> outs;
   outs.reserve(g.outputs.size());
   for (ir::NodeId id : g.outputs) outs.push_back(*values[id.index]);

@@ -1,6 +1,8 @@
 // src/runtime/executable.cpp -- backends, executables and the process-wide compile cache.
 #include "rlx/runtime.hpp"
 
+#include "runtime/jit_backend.hpp"
+
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
 
@@ -31,12 +33,11 @@ private:
 
 Backend initial_backend() {
   const char* env = std::getenv("RLX_BACKEND");
-  if (env == nullptr || *env == '\0') return Backend::Interp;
+  if (env == nullptr || *env == '\0') return Backend::Jit;
   std::string v(env);
   if (v == "interp") return Backend::Interp;
-  if (v == "jit" && backend_available(Backend::Jit)) return Backend::Jit;
-  fail(ErrorKind::Value, "RLX_BACKEND=", v, ": expected interp",
-       backend_available(Backend::Jit) ? " or jit" : " (this build has no jit backend yet)");
+  if (v == "jit") return Backend::Jit;
+  fail(ErrorKind::Value, "RLX_BACKEND=", v, ": expected interp or jit");
 }
 
 struct Cache {
@@ -58,14 +59,17 @@ std::atomic<int>& backend_slot() {
 std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
   if (!backend_available(backend))
     fail(ErrorKind::Unsupported, "compile: backend ", enum_name(backend),
-         " is not available in this build (the ORC JIT lands with issue 5); use Backend::Interp");
+         " is not available in this build; use Backend::Interp");
+  if (backend == Backend::Jit) return jit::compile_graph(g);
   ir::verify(g);
   return std::make_shared<InterpExecutable>(g);
 }
 
 } // namespace
 
-bool backend_available(Backend backend) { return backend == Backend::Interp; }
+bool backend_available(Backend backend) {
+  return backend == Backend::Interp || backend == Backend::Jit;
+}
 
 Backend default_backend() { return Backend(backend_slot().load()); }
 

@@ -230,8 +230,9 @@ expect_error "run: --out without a value" 2 "--out needs a value" run mlp.rlx "$
 expect_error "run: --out is a file" 1 "--out mlp.rlx" run mlp.rlx "${mlp_feeds[@]}" --out mlp.rlx
 expect_error "run: --backend nonsense" 2 "expected interp or jit" run mlp.rlx "${mlp_feeds[@]}" \
   --out "$tmp/e" --backend nonsense
-expect_error "run: --backend jit is unsupported in this build" 1 "not available" run mlp.rlx \
-  "${mlp_feeds[@]}" --out "$tmp/e" --backend jit
+expect_ok "run with --backend jit" run mlp.rlx "${mlp_feeds[@]}" --out "$tmp/mlp_jit" --backend jit
+expect_close "the jit backend's mlp out0.npy matches numpy" "$tmp/mlp_jit/out0.npy" \
+  mlp_expected.npy --rtol 1e-5 --atol 1e-6
 RLX_BACKEND=bogus expect_error "run: bad RLX_BACKEND" 1 "RLX_BACKEND=bogus" run mlp.rlx \
   "${mlp_feeds[@]}" --out "$tmp/e"
 expect_error "run: feed without NAME=" 2 "expected NAME=PATH" run mlp.rlx --in mlp_x.npy \

@@ -53,8 +53,8 @@ options:
   --in NAME=PATH        feed the graph input NAME; repeatable
   --param NAME=PATH     feed the graph param NAME; repeatable
   --out DIR             where to write the outputs (required)
-  --backend B           interp (the reference interpreter) or jit; default: $RLX_BACKEND, else
-                        the best available
+  --backend B           interp (the reference interpreter) or jit (native code); default:
+                        $RLX_BACKEND, else jit
   --bind SYMBOL=SIZE    bind a dynamic dim explicitly; repeatable
   -h, --help            print this text
 )";

@@ -1,0 +1,26 @@
+// jit/lower.hpp -- lowering of fused element-wise kernels to native code (no LLVM types here).
+#pragma once
+
+#include "plan.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rlx::jit {
+
+class CompiledCode;
+
+/// A native kernel: bufs holds the kernel's input buffers then its output buffers (element
+/// pointers); it computes flat output elements [begin, end).
+using KernelFn = void (*)(void* const* bufs, int64_t begin, int64_t end);
+
+struct NativeKernel {
+  std::shared_ptr<const CompiledCode> code; ///< keeps the machine code alive
+  KernelFn fn = nullptr;
+};
+
+/// Compile an element-wise kernel of graph g (jit/llvm/lower_elementwise.cpp).
+NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& kernel, const std::string& name);
+
+} // namespace rlx::jit

@@ -1,0 +1,12 @@
+// src/runtime/jit_backend.hpp -- the JIT backend's entry point (implemented under jit/).
+#pragma once
+
+#include "rlx/runtime.hpp"
+
+namespace rlx::jit {
+
+/// Compile a static-shaped graph to native code (fused element-wise kernels; other nodes run
+/// the runtime kernels). rlx::Error (ErrorKind::Runtime) when LLVM fails.
+std::shared_ptr<const Executable> compile_graph(const ir::Graph& g);
+
+} // namespace rlx::jit
