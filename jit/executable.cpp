@@ -2,6 +2,7 @@
 #include "lower.hpp"
 #include "plan.hpp"
 #include "runtime/jit_backend.hpp"
+#include "runtime/thread_pool.hpp"
 
 #include "rlx/ir/verify.hpp"
 
@@ -10,6 +11,10 @@
 namespace rlx::jit {
 
 namespace {
+
+/// Element-wise kernels split across threads in chunks of at least this many elements (smaller
+/// ones are not worth waking a thread for).
+constexpr int64_t kParallelGrain = 1 << 15;
 
 /// Kernel symbols are unique in the process (all modules share one JITDylib).
 std::string kernel_name() {
@@ -54,7 +59,9 @@ public:
       }
       int64_t n = 1;
       for (int64_t s : kern.shape.sizes()) n *= s;
-      kernels_[step.kernel].fn(args.data(), 0, n);
+      KernelFn fn = kernels_[step.kernel].fn;
+      void* const* bufs = args.data();
+      runtime::parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) { fn(bufs, b, e); });
     }
     std::vector<interp::Buffer> outs;
     for (ir::NodeId id : g.outputs) outs.push_back(*values[id.index]);

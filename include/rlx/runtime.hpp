@@ -22,6 +22,11 @@ void set_default_backend(Backend backend);
 /// Whether this build can run graphs on `backend`.
 bool backend_available(Backend backend);
 
+/// Threads that compiled kernels use: one pool for the process. Starts as RLX_NUM_THREADS when
+/// set, else the number of physical cores; set_num_threads(n) changes it (1 <= n <= 1024).
+int num_threads();
+void set_num_threads(int n);
+
 /// A graph compiled for one shape binding on one backend; immutable and safe to share.
 class Executable {
 public:

@@ -1,0 +1,167 @@
+// src/runtime/thread_pool.cpp -- a small fork-join pool: workers wait for a job, take chunks
+// from an atomic counter, and the caller joins in.
+#include "runtime/thread_pool.hpp"
+
+#include "rlx/runtime.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace rlx {
+
+namespace runtime {
+
+int physical_cores() {
+  // Distinct (physical id, core id) pairs of /proc/cpuinfo.
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<int, int>> cores;
+  std::string line;
+  int physical = 0;
+  while (std::getline(in, line)) {
+    auto value = [&] { return std::atoi(line.substr(line.find(':') + 1).c_str()); };
+    if (line.rfind("physical id", 0) == 0) physical = value();
+    if (line.rfind("core id", 0) == 0) cores.insert({physical, value()});
+  }
+  int logical = int(std::max(1u, std::thread::hardware_concurrency()));
+  return cores.empty() ? logical : std::min(logical, int(cores.size()));
+}
+
+namespace {
+
+class Pool {
+public:
+  explicit Pool(int threads) { resize(threads); }
+  ~Pool() { stop(); }
+
+  int threads() const { return threads_; }
+
+  void resize(int threads) {
+    std::lock_guard run(run_mu_); // no job in flight while the workers change
+    stop();
+    threads_ = threads;
+    quit_ = false;
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+
+  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+    std::unique_lock run(run_mu_, std::try_to_lock);
+    int64_t chunks = std::min<int64_t>(threads_, (n + grain - 1) / std::max<int64_t>(grain, 1));
+    if (!run.owns_lock() || chunks <= 1) { // busy with another caller, or too small to split
+      fn(0, n);
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      fn_ = &fn;
+      n_ = n;
+      chunks_ = chunks;
+      next_.store(0);
+      done_ = 0;
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    take_chunks();
+    std::unique_lock lock(mu_);
+    finished_.wait(lock, [&] { return done_ == chunks_; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+private:
+  void take_chunks() {
+    for (;;) {
+      int64_t c = next_.fetch_add(1);
+      if (c >= chunks_) return;
+      int64_t begin = n_ * c / chunks_, end = n_ * (c + 1) / chunks_;
+      std::exception_ptr err;
+      try {
+        (*fn_)(begin, end);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      std::lock_guard lock(mu_);
+      if (err && !error_) error_ = err;
+      if (++done_ == chunks_) finished_.notify_all();
+    }
+  }
+
+  void work() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        wake_.wait(lock, [&] { return quit_ || (generation_ != seen && fn_ != nullptr); });
+        if (quit_) return;
+        seen = generation_;
+      }
+      take_chunks();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      quit_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  std::mutex run_mu_; // one job at a time
+  std::mutex mu_;
+  std::condition_variable wake_, finished_;
+  std::vector<std::thread> workers_;
+  int threads_ = 1;
+  bool quit_ = false;
+  uint64_t generation_ = 0;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, chunks_ = 0, done_ = 0;
+  std::atomic<int64_t> next_{0};
+  std::exception_ptr error_;
+};
+
+int initial_threads() {
+  const char* env = std::getenv("RLX_NUM_THREADS");
+  if (env == nullptr || *env == '\0') return physical_cores();
+  char* end = nullptr;
+  long v = std::strtol(env, &end, 10);
+  if (*end != '\0' || v < 1 || v > 1024)
+    fail(ErrorKind::Value, "RLX_NUM_THREADS=", env, ": expected a number of threads in [1, 1024]");
+  return int(v);
+}
+
+Pool& pool() {
+  static Pool* p = new Pool(initial_threads()); // never destroyed: kernels may run at exit
+  return *p;
+}
+
+} // namespace
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  pool().run(n, grain, fn);
+}
+
+} // namespace runtime
+
+int num_threads() { return runtime::pool().threads(); }
+
+void set_num_threads(int n) {
+  if (n < 1 || n > 1024)
+    fail(ErrorKind::Value, "set_num_threads: expected a number of threads in [1, 1024], got ", n);
+  runtime::pool().resize(n);
+}
+
+} // namespace rlx
