@@ -23,4 +23,12 @@ struct NativeKernel {
 /// Compile an element-wise kernel of graph g (jit/llvm/lower_elementwise.cpp).
 NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& kernel, const std::string& name);
 
+/// Compile a row op (a Step::Kind::Row node; jit/llvm/lower_rows.cpp): bufs = {operands...,
+/// output},
+/// [begin, end) counts rows.
+NativeKernel lower_row(const ir::Graph& g, const ir::Node& node, const std::string& name);
+
+/// The number of rows of a row op.
+int64_t row_count(const ir::Graph& g, const ir::Node& node);
+
 } // namespace rlx::jit

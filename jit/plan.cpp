@@ -6,37 +6,101 @@
 
 namespace rlx::jit {
 
+namespace {
+
+bool is_reshape(const ir::Node& n) {
+  return n.op.kind() == ir::OpKind::Reshape && n.shape.is_static();
+}
+bool is_expand(const ir::Node& n) {
+  return n.op.kind() == ir::OpKind::Expand && n.shape.is_static();
+}
+
+/// Where a kernel reads the value of node `id` from: reshapes are the same bytes in another
+/// shape (followed through chains of reshapes), expands are broadcasts the kernel's indexing
+/// does itself (right-aligned, as numpy's broadcast_to, so broadcasting composes).
+struct Source {
+  ir::NodeId buffer;
+  ir::Shape shape;
+};
+Source resolve(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  if (is_reshape(n)) {
+    ir::NodeId b = n.inputs[0];
+    while (is_reshape(g.node(b))) b = g.node(b).inputs[0];
+    if (!g.shape(b).is_static()) return {id, n.shape};
+    return {b, n.shape};
+  }
+  if (is_expand(n)) {
+    Source s = resolve(g, n.inputs[0]);
+    if (!s.shape.is_static()) return {id, n.shape};
+    return s;
+  }
+  return {id, n.shape};
+}
+
+} // namespace
+
 Plan make_plan(const ir::Graph& g) {
   Plan plan;
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-  // region[i]: kernel index of node i, or kNone; step_of[i]: step that produces node i.
+  // Which values must exist as buffers: graph outputs, operands of Row and Runtime steps, and
+  // the buffers kernels read. Reshapes and expands not needed fold into the kernels reading
+  // them.
+  std::vector<char> needed(g.len(), 0);
+  for (ir::NodeId o : g.outputs) needed[o.index] = 1;
+  // Consumers come after their operands: walking backwards, a reshape or expand knows whether
+  // it is needed before its operands are marked.
+  for (std::size_t i = g.len(); i-- > 0;) {
+    const ir::Node& n = g.nodes()[i];
+    if ((is_reshape(n) || is_expand(n)) && !needed[i]) continue;
+    bool native = lowers_natively(g, n);
+    for (ir::NodeId in : n.inputs) needed[(native ? resolve(g, in).buffer : in).index] = 1;
+  }
+  auto folded = [&](const ir::Node& n) {
+    return (is_reshape(n) || is_expand(n)) && !needed[n.id.index];
+  };
+  // region[i]: kernel index of node i, or kNone; step_of[i]: step that produces node i (for a
+  // folded node, the step producing the buffer it reads).
   std::vector<std::size_t> region(g.len(), kNone), step_of(g.len(), 0);
   std::vector<std::size_t> kernel_step; // the step index of each kernel
   for (const ir::Node& n : g.nodes()) {
     ir::OpKind k = n.op.kind();
     // Fed, or computed when the executable is built: available before every step.
     if (k == ir::OpKind::Input || k == ir::OpKind::Param || k == ir::OpKind::Constant) continue;
-    if (!lowers_natively(g, n)) {
-      step_of[n.id.index] = plan.steps.size() + 1;
-      plan.steps.push_back({Step::Kind::Runtime, 0, n.id});
+    if (folded(n)) {
+      step_of[n.id.index] = step_of[resolve(g, n.id).buffer.index];
       continue;
     }
-    // Join the region of an operand with the same shape when every other operand is ready
-    // before that region runs (so no cycle through other steps can form).
-    std::size_t join = kNone;
-    for (ir::NodeId in : n.inputs) {
-      std::size_t r = region[in.index];
-      if (r == kNone || plan.kernels[r].shape.dims() != n.shape.dims() ||
+    if (!lowers_natively(g, n)) {
+      step_of[n.id.index] = plan.steps.size() + 1;
+      Step::Kind kind = lowers_as_row(g, n) ? Step::Kind::Row : Step::Kind::Runtime;
+      plan.steps.push_back({kind, 0, n.id});
+      continue;
+    }
+    // Join a region when every operand not in it is ready before that region runs (so no
+    // cycle through other steps can form): first an operand's region, else the latest region
+    // of the same shape (independent chains over the same elements share one pass, e.g.
+    // tanh(x) * sigmoid(x) + x * x is one loop).
+    auto can_join = [&](std::size_t r) {
+      if (plan.kernels[r].shape.dims() != n.shape.dims() ||
           plan.kernels[r].nodes.size() >= kMaxKernelNodes)
-        continue;
-      bool ready = true;
-      for (ir::NodeId other : n.inputs)
-        if (region[other.index] != r && step_of[other.index] > kernel_step[r]) ready = false;
-      if (ready) {
-        join = r;
+        return false;
+      for (ir::NodeId other : n.inputs) {
+        if (region[other.index] == r) continue;
+        if (step_of[other.index] > kernel_step[r]) return false;
+        // A folded operand reading a buffer this very kernel writes: not within one loop.
+        if (region[resolve(g, other).buffer.index] == r) return false;
+      }
+      return true;
+    };
+    std::size_t join = kNone;
+    for (ir::NodeId in : n.inputs)
+      if (region[in.index] != kNone && can_join(region[in.index])) {
+        join = region[in.index];
         break;
       }
-    }
+    for (std::size_t r = plan.kernels.size(); join == kNone && r-- > 0;)
+      if (can_join(r)) join = r;
     if (join == kNone) {
       join = plan.kernels.size();
       plan.kernels.push_back(EwKernel{{}, {}, {}, n.shape});
@@ -59,8 +123,12 @@ Plan make_plan(const ir::Graph& g) {
     for (ir::NodeId id : kern.nodes) {
       for (ir::NodeId in : g.node(id).inputs)
         if (region[in.index] != r &&
-            std::find(kern.inputs.begin(), kern.inputs.end(), in) == kern.inputs.end())
+            std::find(kern.inputs.begin(), kern.inputs.end(), in) == kern.inputs.end()) {
+          Source src = resolve(g, in);
           kern.inputs.push_back(in);
+          kern.buffers.push_back(src.buffer);
+          kern.read_shapes.push_back(src.shape);
+        }
       if (is_output[id.index]) kern.outputs.push_back(id);
     }
   }

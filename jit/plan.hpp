@@ -11,20 +11,29 @@ namespace rlx::jit {
 /// A fused element-wise region: nodes of one static output shape (the iteration space), in
 /// topological order. Operands from outside are read with broadcasting; `outputs` are the nodes
 /// whose values leave the region (stored to buffers).
+///
+/// Operand j is the value of node `inputs[j]`, read from the buffer of node `buffers[j]` as a
+/// row-major tensor of shape `read_shapes[j]` broadcast to the iteration space. They differ when
+/// the operand is a reshape (the same bytes in another shape) or an expand (a broadcast the
+/// kernel's indexing does anyway): such movement nodes fold into the kernel's index arithmetic
+/// and need no step of their own.
 struct EwKernel {
   std::vector<ir::NodeId> nodes;
   std::vector<ir::NodeId> inputs;
   std::vector<ir::NodeId> outputs;
   ir::Shape shape;
+  std::vector<ir::NodeId> buffers{};
+  std::vector<ir::Shape> read_shapes{};
 };
 
-/// One step of an executable, in order: a native kernel, or one node run by the runtime
-/// kernels (the interpreter's), so the JIT runs every graph the interpreter runs.
+/// One step of an executable, in order: a fused element-wise kernel, a row kernel (one
+/// reduction or softmax node over contiguous rows), or one node run by the runtime kernels (the
+/// interpreter's), so the JIT runs every graph the interpreter runs.
 struct Step {
-  enum class Kind : uint8_t { Native, Runtime };
+  enum class Kind : uint8_t { Native, Row, Runtime };
   Kind kind;
   std::size_t kernel = 0; ///< index into Plan::kernels (Native)
-  ir::NodeId node;        ///< the node (Runtime)
+  ir::NodeId node;        ///< the node (Row, Runtime)
 };
 
 struct Plan {
@@ -39,8 +48,14 @@ inline constexpr std::size_t kMaxKernelNodes = 96;
 /// Whether the element-wise lowering handles this node (jit/llvm/lower_elementwise.cpp).
 bool lowers_natively(const ir::Graph& g, const ir::Node& n);
 
-/// Partition a static-shaped graph: non-lowered nodes become Runtime steps; Input and Param
-/// (fed) and Constant (computed once when the executable is built) need no step.
+/// Whether the row lowering handles this node (jit/llvm/lower_rows.cpp): reduce_sum/mean/max/min
+/// over trailing axes, softmax and layer/rms norm (also fused with a residual) over the last
+/// axis, of f32 or f64.
+bool lowers_as_row(const ir::Graph& g, const ir::Node& n);
+
+/// Partition a static-shaped graph: non-lowered nodes become Row or Runtime steps; Input and
+/// Param (fed) and Constant (computed once when the executable is built) need no step, nor do
+/// reshapes and expands that only element-wise kernels read (they fold into the kernels).
 Plan make_plan(const ir::Graph& g);
 
 } // namespace rlx::jit

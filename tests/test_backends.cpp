@@ -441,13 +441,25 @@ struct Red {
   std::vector<int64_t> axes;
   bool keep;
 };
-const std::vector<Red> kReductions = {{{}, {}, false},           {{7}, {0}, false},
-                                      {{7}, {-1}, true},         {{13, 7}, {1}, false},
-                                      {{13, 7}, {0}, true},      {{13, 7}, {0, 1}, false},
-                                      {{13, 7}, {}, false},      {{3, 1000}, {1}, false},
-                                      {{3, 1000}, {0, 1}, true}, {{2, 3, 4}, {0, 2}, true},
-                                      {{2, 3, 4}, {-2}, false},  {{2, 1, 5}, {1}, false},
-                                      {{1, 1}, {0, 1}, false},   {{2, 3, 4, 5}, {3, 1}, false}};
+const std::vector<Red> kReductions = {{{}, {}, false},
+                                      {{7}, {0}, false},
+                                      {{7}, {-1}, true},
+                                      {{13, 7}, {1}, false},
+                                      {{13, 7}, {0}, true},
+                                      {{13, 7}, {0, 1}, false},
+                                      {{13, 7}, {}, false},
+                                      {{3, 1000}, {1}, false},
+                                      {{3, 1000}, {0, 1}, true},
+                                      {{2, 3, 4}, {0, 2}, true},
+                                      {{2, 3, 4}, {-2}, false},
+                                      {{2, 1, 5}, {1}, false},
+                                      {{1, 1}, {0, 1}, false},
+                                      {{2, 3, 4, 5}, {3, 1}, false},
+                                      // Rows around the vector width (the JIT's row kernels).
+                                      {{5, 16}, {1}, false},
+                                      {{3, 17}, {-1}, true},
+                                      {{2, 4099}, {1}, false},
+                                      {{2, 3, 33}, {1, 2}, false}};
 
 std::vector<Case> reduce_cases() {
   std::vector<Case> cases;
@@ -506,9 +518,10 @@ std::vector<Case> scan_cases() {
     int64_t axis;
     bool exclusive;
   };
-  std::vector<S> ss = {{{7}, 0, false},     {{7}, -1, true},          {{13, 7}, 0, true},
-                       {{13, 7}, 1, false}, {{3, 1000}, 1, false},    {{2, 3, 4}, 1, true},
-                       {{1}, 0, false},     {{2, 3, 4, 5}, -2, false}};
+  std::vector<S> ss = {{{7}, 0, false},     {{7}, -1, true},           {{13, 7}, 0, true},
+                       {{13, 7}, 1, false}, {{3, 1000}, 1, false},     {{2, 3, 4}, 1, true},
+                       {{1}, 0, false},     {{2, 3, 4, 5}, -2, false}, {{5, 16}, -1, false},
+                       {{3, 17}, 1, false}, {{2, 4099}, -1, false}};
   std::vector<Case> cases;
   for (DType t : {F32, F64, I32, I64})
     add_case(cases, "cumsum " + dt(t), [&](Builder& b) {
@@ -707,6 +720,17 @@ std::vector<Case> nn_cases() {
                  {b.in({2, 6, 3}, t), b.in({6}, t), b.in({6}, t)}));
       b.out(b.op(Op(OpKind::RmsNorm, ir::NormAttrs{-1, 1e-6f}),
                  {b.in({4, 13}, t), b.in({13}, t), b.in({13}, t)}));
+      // Rows around and well above the vector width (the JIT's row kernels), and values far
+      // from zero (mean 100, spread 1: the centering must not lose precision).
+      for (int64_t len : {17, 768})
+        b.out(b.op(Op(OpKind::LayerNorm, ir::NormAttrs{-1, 1e-5f}),
+                   {b.in({3, len}, t, {Fill::Uniform, 99, 101}), b.in({len}, t), b.in({len}, t)}));
+      b.out(b.op(Op(OpKind::RmsNorm, ir::NormAttrs{1, 1e-5f}),
+                 {b.in({2, 1000}, t), b.in({1000}, t), b.in({1000}, t)}));
+      for (OpKind fk : {OpKind::FusedResidualLN, OpKind::FusedResidualRmsNorm})
+        b.out(b.op(Op(fk, ir::FusedResidualNormAttrs{true, 1e-5f}),
+                   {b.in({4, 768}, t, {Fill::Uniform, 49, 51}), b.in({4, 768}, t), b.in({768}, t),
+                    b.in({768}, t), b.in({768}, t)}));
       b.out(b.g.layer_norm2d(b.in({2, 4, 3, 3}, t), b.in({4}, t), b.in({4}, t), 1e-6f));
       b.out(b.g.group_norm(b.in({2, 6, 2, 3}, t), b.in({6}, t), b.in({6}, t), 3, 1e-5f));
       b.out(b.g.batch_norm_inference(b.in({2, 3, 4}, t), b.in({3}, t), b.in({3}, t), b.in({3}, t),

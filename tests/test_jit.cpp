@@ -203,3 +203,21 @@ TEST_CASE("jit: tensors built lazily in several threads evaluate independently")
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(results[std::size_t(t)] == 4950.0f + 100.0f * float(t));
 }
+
+TEST_CASE("jit: one compiled element-wise kernel serves every size of a dynamic dim") {
+  // A constant no other test uses, so the first size compiles (or loads) a fresh kernel.
+  auto f = rlx::jit([](Tensor x) { return rlx::tanh(x * 0.123456f) + x; },
+                    rlx::JitOptions{.dynamic_dims = {{0, 0, "n"}}, .backend = rlx::Backend::Jit});
+  std::vector<float> first = f(rlx::ones({5})).to_vector<float>();
+  rlx::CacheStats before = rlx::cache_stats();
+  for (int64_t n : {7, 100, 4099, 100000}) {
+    std::vector<float> y = f(rlx::ones({n})).to_vector<float>();
+    REQUIRE(y.size() == std::size_t(n));
+    CHECK(y.back() == first[0]);
+  }
+  rlx::CacheStats after = rlx::cache_stats();
+  CHECK(f.stats().compiles == 5);                           // one executable per binding ...
+  CHECK(after.kernels_compiled == before.kernels_compiled); // ... sharing one machine code
+  CHECK(after.disk_hits == before.disk_hits);
+  CHECK(after.kernel_memory_hits >= before.kernel_memory_hits + 4);
+}

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -92,9 +93,14 @@ TEST_CASE("threads: a large fused kernel gives the same bits on one and on two t
   rlx::clear_cache();
   std::vector<float> two = f();
   CHECK(one == two);
-  // And both equal the interpreter.
+  // And both equal the interpreter within the bounds of the JIT's f32 tanh and sigmoid
+  // (jit/llvm/vmath.cpp: a few ulps each).
   rlx::set_default_backend(rlx::Backend::Interp);
   std::vector<float> ref = f();
   rlx::set_default_backend(rlx::Backend::Jit);
-  CHECK(one == ref);
+  REQUIRE(one.size() == ref.size());
+  std::size_t off = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (std::fabs(one[i] - ref[i]) > 1e-6f + 1e-5f * std::fabs(ref[i])) ++off;
+  CHECK(off == 0);
 }

@@ -5,6 +5,7 @@
 #                       rlx::jit with a dynamic batch)
 #   tools/dev.sh test   runs every test: the plain build (incl. the bounded fuzz runs) and the
 #                       ASan+UBSan build, then prints "N passed, N failed, N skipped"
+#   tools/dev.sh bench  runs the benchmarks (bench/run: build-bench/, tables as markdown)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,8 +70,11 @@ test)
   summary build/meson-logs/testlog.json build-asan/meson-logs/testlog-asan.json
   exit $rc
   ;;
+bench)
+  exec bench/run "${@:2}"
+  ;;
 *)
-  echo "usage: tools/dev.sh demo|test" >&2
+  echo "usage: tools/dev.sh demo|test|bench" >&2
   exit 2
   ;;
 esac

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rlx/ir/graph.hpp"
+#include "rlx/memory.hpp"
 
 #include <complex>
 #include <cstddef>
@@ -19,6 +20,8 @@ public:
   Buffer() = default;
   /// Zero-filled; the shape must be static.
   explicit Buffer(ir::Shape shape);
+  /// With unspecified contents (for results a kernel overwrites entirely).
+  static Buffer uninitialized(ir::Shape shape);
 
   /// Values converted to `shape`'s dtype (floats round to nearest, ints saturate, bool = x != 0).
   static Buffer from_f64(ir::Shape shape, std::span<const double> values);
@@ -51,7 +54,7 @@ public:
 private:
   ir::Shape shape_;
   int64_t numel_ = 0;
-  std::vector<std::byte> bytes_;
+  Storage bytes_; ///< pooled (rlx/memory.hpp)
 };
 
 /// Named runtime tensors: graph inputs or parameters.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace rlx {
@@ -49,9 +50,38 @@ struct CacheStats {
   int64_t hits = 0;     ///< lookups served from the cache
   int64_t entries = 0;  ///< executables held now
   double compile_ms = 0;
+  // The JIT's native kernels (one per fused region), counted for the whole process:
+  int64_t kernels_compiled{};   ///< optimized and compiled to machine code
+  int64_t kernel_memory_hits{}; ///< already loaded in this process (the code is shared)
+  int64_t disk_hits{};          ///< loaded from the disk cache: nothing compiled
+  int64_t disk_misses{};        ///< not on disk (compiled, then written there)
+  int64_t disk_rejected{};      ///< entries found corrupt, truncated or foreign (recompiled)
+  int64_t disk_write_errors{};  ///< entries that could not be written (the cache is optional)
 };
 CacheStats cache_stats();
-/// Drop every cached executable (those still referenced stay alive with their users).
+/// Drop every cached executable (those still referenced stay alive with their users). The disk
+/// cache is kept.
 void clear_cache();
+
+/// The directory where compiled kernels are kept as object code, so another process running the
+/// same program compiles nothing; "" when the disk cache is off. Starts as RLX_CACHE_DIR when set
+/// (`off` disables it), else $XDG_CACHE_HOME/rlx, else $HOME/.cache/rlx. Entries live in a
+/// subdirectory named after the rlx version, one file per kernel, keyed by a digest of its code,
+/// the target CPU and features, and the rlx and LLVM versions; they are written atomically, and a
+/// corrupt, truncated or foreign entry is recompiled, never loaded.
+std::string disk_cache_dir();
+/// Use another directory from the next compile on; "" or "off" turns the disk cache off.
+void set_disk_cache_dir(const std::string& dir);
+
+/// What the JIT reports while compiling. Starts from the environment: RLX_LOG=compile,
+/// RLX_DUMP=graph,lir,llvm,asm (any subset) and RLX_DUMP_DIR.
+struct DebugOptions {
+  bool log_compile{};     ///< one line per kernel on stderr: name, ops, origin, milliseconds
+  std::string dump{};     ///< comma-separated subset of graph,lir,llvm,asm; files per compile
+  std::string dump_dir{}; ///< where dumps go ("" means rlx_dump in the current directory)
+};
+DebugOptions debug_options();
+/// An rlx::Error (ErrorKind::Value) for a dump item other than graph, lir, llvm and asm.
+void set_debug_options(const DebugOptions& options);
 
 } // namespace rlx

@@ -1,5 +1,14 @@
-// jit/llvm/jv.hpp -- JV: an LLVM IR f64 (or i1) value with C++ operators, so the scalar rules
-// of src/ops/scalar.hpp (written for double) emit IR when instantiated with V = JV.
+// jit/llvm/jv.hpp -- JV: an LLVM IR value (float, double or i1) with C++ operators, so the
+// scalar rules of src/ops/scalar.hpp (written for double) emit IR when instantiated with V = JV.
+//
+// A rule computes in one floating-point type, the "compute type" the lowering chooses per node
+// (EmitContext::fty): f32 when the node and all its operands are f32 or bool, f64 otherwise.
+// Literals in the rules (V(0.5), V(1)) become constants of that type. The operators carry no
+// fast-math flags: + - * / and sqrt round exactly as the interpreter's (which computes in double
+// and rounds once; for these operations that gives the same f32 result). exp, log, tanh,
+// sigmoid and erf on f32 have vector implementations (jit/llvm/vmath.cpp, accuracy stated
+// there); the other math functions call the double libm function the interpreter calls and
+// round.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -8,19 +17,22 @@
 
 namespace rlx::jit {
 
-/// The builder the JV operators emit into (set by the lowering for the current function).
+/// The builder the JV operators emit into (set by the lowering for the current function) and
+/// the compute type of literals.
 struct EmitContext {
   llvm::IRBuilder<>* b = nullptr;
   llvm::Module* m = nullptr;
+  llvm::Type* fty = nullptr;
 };
 inline thread_local EmitContext t_emit;
 
 struct JV {
   llvm::Value* v;
   JV(llvm::Value* value) : v(value) {} // NOLINT: implicit
-  JV(double d) : v(llvm::ConstantFP::get(t_emit.b->getDoubleTy(), d)) {}
+  JV(double d) : v(llvm::ConstantFP::get(t_emit.fty, d)) {}
   JV(float f) : JV(double(f)) {}
   JV(int i) : JV(double(i)) {}
+  bool is_f32() const { return v->getType()->isFloatTy(); }
 };
 
 inline llvm::IRBuilder<>& B() { return *t_emit.b; }
@@ -42,22 +54,34 @@ inline JV operator||(JV a, JV b) { return B().CreateOr(a.v, b.v); }
 inline JV operator&&(JV a, JV b) { return B().CreateAnd(a.v, b.v); }
 inline JV sel(JV c, JV a, JV b) { return B().CreateSelect(c.v, a.v, b.v); }
 
-/// A call of an LLVM intrinsic on doubles.
+/// A call of an LLVM intrinsic overloaded on its first argument's type.
 inline JV intrinsic(llvm::Intrinsic::ID id, std::initializer_list<JV> args) {
   std::vector<llvm::Value*> vs;
   for (JV a : args) vs.push_back(a.v);
-  return B().CreateIntrinsic(id, {B().getDoubleTy()}, vs);
+  return B().CreateIntrinsic(id, {vs.front()->getType()}, vs);
 }
-/// A call of a libm function double(double...) (the interpreter calls the same functions, so
-/// results agree bit for bit).
+/// A call of a libm function double(double...); f32 operands are widened and the result
+/// rounded, as the interpreter computes them, so results agree bit for bit.
 inline JV libm(const char* name, std::initializer_list<JV> args) {
-  std::vector<llvm::Type*> types(args.size(), B().getDoubleTy());
-  auto* fty = llvm::FunctionType::get(B().getDoubleTy(), types, false);
+  llvm::IRBuilder<>& b = B();
+  llvm::Type* dty = b.getDoubleTy();
+  std::vector<llvm::Type*> types(args.size(), dty);
+  auto* fty = llvm::FunctionType::get(dty, types, false);
   llvm::FunctionCallee f = t_emit.m->getOrInsertFunction(name, fty);
   std::vector<llvm::Value*> vs;
-  for (JV a : args) vs.push_back(a.v);
-  return B().CreateCall(f, vs);
+  llvm::Type* ty = args.begin()->v->getType();
+  for (JV a : args) vs.push_back(ty == dty ? a.v : b.CreateFPExt(a.v, dty));
+  llvm::Value* r = b.CreateCall(f, vs);
+  return ty == dty ? r : b.CreateFPTrunc(r, ty);
 }
+
+// Vector-friendly f32 implementations (jit/llvm/vmath.cpp): straight-line code of fma,
+// selects and integer bit operations that the loop vectorizer widens.
+JV exp_f32(JV x);
+JV log_f32(JV x);
+JV tanh_f32(JV x);
+JV sigmoid_f32(JV x);
+JV erf_f32(JV x);
 
 inline JV abs(JV x) { return intrinsic(llvm::Intrinsic::fabs, {x}); }
 inline JV sqrt(JV x) { return intrinsic(llvm::Intrinsic::sqrt, {x}); }
@@ -66,16 +90,23 @@ inline JV ceil(JV x) { return intrinsic(llvm::Intrinsic::ceil, {x}); }
 /// Half to even, as std::nearbyint in the default rounding mode.
 inline JV nearbyint(JV x) { return intrinsic(llvm::Intrinsic::roundeven, {x}); }
 inline JV fmod(JV a, JV b) { return B().CreateFRem(a.v, b.v); }
-inline JV exp(JV x) { return libm("exp", {x}); }
+inline JV exp(JV x) { return x.is_f32() ? exp_f32(x) : libm("exp", {x}); }
 inline JV expm1(JV x) { return libm("expm1", {x}); }
-inline JV log(JV x) { return libm("log", {x}); }
+inline JV log(JV x) { return x.is_f32() ? log_f32(x) : libm("log", {x}); }
 inline JV log1p(JV x) { return libm("log1p", {x}); }
 inline JV sin(JV x) { return libm("sin", {x}); }
 inline JV cos(JV x) { return libm("cos", {x}); }
 inline JV tan(JV x) { return libm("tan", {x}); }
 inline JV atan(JV x) { return libm("atan", {x}); }
-inline JV tanh(JV x) { return libm("tanh", {x}); }
-inline JV erf(JV x) { return libm("erf", {x}); }
+inline JV tanh(JV x) { return x.is_f32() ? tanh_f32(x) : libm("tanh", {x}); }
+/// The rules' sigmoid (src/ops/scalar.hpp) on f32: one exp and a reciprocal estimate.
+inline JV sigmoid(JV x) {
+  if (x.is_f32()) return sigmoid_f32(x);
+  JV t = exp(-abs(x));
+  JV d = JV(1) + t;
+  return sel(x >= JV(0), JV(1) / d, t / d);
+}
+inline JV erf(JV x) { return x.is_f32() ? erf_f32(x) : libm("erf", {x}); }
 inline JV pow(JV a, JV b) { return libm("pow", {a, b}); }
 
 } // namespace rlx::jit

@@ -1,13 +1,14 @@
 // jit/llvm/lower_elementwise.cpp -- a fused element-wise region as one LLVM loop.
 //
-// Values are computed as f64 through the same scalar rules as the interpreter
-// (src/ops/scalar.hpp instantiated with JV), and each node's value is rounded to its dtype as
-// the interpreter stores it, so results agree with the interpreter bit for bit: f32 + - * / are
-// exact when computed in f64 and rounded once, and transcendental functions call the same libm.
-// (Vector implementations of the transcendentals, computed in f32, come with stated error
-// bounds later.)
+// Values are computed through the same scalar rules as the interpreter (src/ops/scalar.hpp
+// instantiated with JV), each node in its compute type (f32 for f32 nodes, else f64; see
+// jit/llvm/jv.hpp) and held rounded to its dtype as the interpreter stores it. Results agree
+// with the interpreter bit for bit except where a rule uses exp, log or tanh on f32 (vector
+// implementations with the error bounds of jit/llvm/vmath.cpp) or several operations in one
+// rule round in f32 where the interpreter rounds once (a few ulps).
 #include "lower.hpp"
 #include "llvm/jv.hpp"
+#include "llvm/kernel_abi.hpp"
 #include "llvm/session.hpp"
 
 #include "ops/scalar.hpp"
@@ -47,43 +48,57 @@ llvm::Type* storage_type(DType t) {
   }
 }
 
-/// A stored element as the f64 the rules compute on.
-JV to_f64(llvm::Value* v, DType t) {
+/// The compute type of a node's rule: f32 when the node and all its operands are f32 or bool
+/// (f32 arithmetic then rounds exactly as the interpreter's double arithmetic rounded to f32),
+/// f64 otherwise (f64 holds every i32 and f32 exactly).
+llvm::Type* compute_type(const ir::Graph& g, const ir::Node& n) {
+  auto narrow = [](DType t) { return t == DType::F32 || t == DType::Bool; };
+  bool f32 = narrow(n.shape.dtype());
+  for (ir::NodeId in : n.inputs) f32 = f32 && narrow(g.shape(in).dtype());
+  return f32 ? B().getFloatTy() : B().getDoubleTy();
+}
+
+/// A value held as dtype t (f32: float, f64: double, bool: i1, i32: i32) in compute type cty.
+JV to_compute(llvm::Value* v, DType t, llvm::Type* cty) {
   llvm::IRBuilder<>& b = B();
   switch (t) {
   case DType::F32:
-    return b.CreateFPExt(v, b.getDoubleTy());
   case DType::F64:
-    return v;
+    return v->getType() == cty ? v : b.CreateFPExt(v, cty);
   case DType::Bool:
-    return b.CreateUIToFP(b.CreateICmpNE(v, b.getInt8(0)), b.getDoubleTy());
+    return b.CreateUIToFP(v, cty);
   case DType::I32:
-    return b.CreateSIToFP(v, b.getDoubleTy());
+    return b.CreateSIToFP(v, cty);
   default:
-    throw InternalError("jit: cannot load a non-native dtype");
+    throw InternalError("jit: cannot compute on a non-native dtype");
   }
 }
 
-/// An f64 value stored as dtype t: floats round to nearest, bool is x != 0 (NaN is true),
+/// A computed value held as dtype t: floats round to nearest, bool is x != 0 (NaN is true),
 /// integers truncate toward zero and saturate, NaN becomes 0 (docs/semantics.md).
-llvm::Value* from_f64(JV x, DType t) {
+llvm::Value* from_compute(JV x, DType t) {
   llvm::IRBuilder<>& b = B();
   switch (t) {
   case DType::F32:
-    return b.CreateFPTrunc(x.v, b.getFloatTy());
+    return x.is_f32() ? x.v : b.CreateFPTrunc(x.v, b.getFloatTy());
   case DType::F64:
     return x.v;
   case DType::Bool:
-    return b.CreateZExt(b.CreateFCmpUNE(x.v, JV(0.0).v), b.getInt8Ty());
+    return b.CreateFCmpUNE(x.v, llvm::ConstantFP::get(x.v->getType(), 0.0));
   case DType::I32:
-    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt32Ty(), b.getDoubleTy()}, {x.v});
+    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt32Ty(), x.v->getType()}, {x.v});
   default:
     throw InternalError("jit: cannot store a non-native dtype");
   }
 }
 
-/// The value as the interpreter holds it after storing it as dtype t.
-JV round_to(JV x, DType t) { return t == DType::F64 ? x : to_f64(from_f64(x, t), t); }
+/// A loaded element (storage type) as the value held for dtype t, and back.
+llvm::Value* from_storage(llvm::Value* v, DType t) {
+  return t == DType::Bool ? B().CreateICmpNE(v, B().getInt8(0)) : v;
+}
+llvm::Value* to_storage(llvm::Value* v, DType t) {
+  return t == DType::Bool ? B().CreateZExt(v, B().getInt8Ty()) : v;
+}
 
 /// The scalar rule of an element-wise node on f64 operands.
 JV apply_rule(const ir::Node& n, const std::vector<JV>& in) {
@@ -150,17 +165,63 @@ llvm::Value* broadcast_index(llvm::Value* i, const ir::Shape& in, const ir::Shap
   return idx;
 }
 
-/// The value of a one-element constant node.
-double constant_value(const ir::Node& n) {
-  interp::Buffer b = interp::eval_node(n, {});
-  return b.get_f64(0);
+/// A one-element constant node's value as held for its dtype.
+llvm::Value* constant_value(const ir::Node& n) {
+  double v = interp::eval_node(n, {}).get_f64(0);
+  llvm::IRBuilder<>& b = B();
+  switch (n.shape.dtype()) {
+  case DType::F32:
+    return llvm::ConstantFP::get(b.getFloatTy(), double(float(v)));
+  case DType::F64:
+    return llvm::ConstantFP::get(b.getDoubleTy(), v);
+  case DType::Bool:
+    return b.getInt1(v != 0);
+  case DType::I32:
+    return b.getInt32(uint32_t(int32_t(v)));
+  default:
+    throw InternalError("jit: a constant of a non-native dtype");
+  }
 }
 
 bool inline_constant(const ir::Node& n) {
   if (n.op.kind() != OpKind::Constant || !n.shape.is_static()) return false;
   for (int64_t s : n.shape.sizes())
     if (s != 1) return false;
-  return true;
+  return native_dtype(n.shape.dtype());
+}
+
+/// How an operand is read along the kernel's rows: the output is iterated as rows of `inner`
+/// contiguous elements (the longest suffix of dimensions along which every operand is either
+/// laid out like the output, stride 1, or broadcast, stride 0), so the inner loop is a plain
+/// strided loop the vectorizer widens, and index arithmetic runs once per row.
+struct RowLayout {
+  int64_t inner = 1;
+  std::vector<bool> contiguous; ///< per operand: stride 1 (else 0) along a row
+};
+
+RowLayout row_layout(const std::vector<ir::Shape>& operands, const ir::Shape& out) {
+  std::vector<int64_t> os = out.sizes();
+  enum class C : uint8_t { Any, Full, Bcast };
+  std::vector<C> cls(operands.size(), C::Any);
+  RowLayout layout;
+  for (std::size_t d = os.size(); d-- > 0;) {
+    std::vector<C> next = cls;
+    bool ok = true;
+    for (std::size_t j = 0; j < operands.size() && ok; ++j) {
+      std::vector<int64_t> is = operands[j].sizes();
+      std::size_t off = os.size() - is.size();
+      int64_t s = d >= off ? is[d - off] : 1;
+      if (os[d] == 1) continue;
+      C c = s == os[d] ? C::Full : C::Bcast;
+      if (next[j] != C::Any && next[j] != c) ok = false;
+      next[j] = c;
+    }
+    if (!ok) break;
+    cls = next;
+    layout.inner *= os[d];
+  }
+  for (C c : cls) layout.contiguous.push_back(c == C::Full);
+  return layout;
 }
 
 } // namespace
@@ -186,74 +247,110 @@ NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
-  t_emit = EmitContext{&builder, mb.module.get()};
+  t_emit = EmitContext{&builder, mb.module.get(), builder.getDoubleTy()};
   llvm::IRBuilder<>& b = builder;
-  auto* ptr = b.getPtrTy();
-  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt64Ty(), b.getInt64Ty()}, false);
-  auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, *mb.module);
-  fn->addFnAttr(llvm::Attribute::NoUnwind);
-  llvm::Value* bufs = fn->getArg(0);
-  llvm::Value* begin = fn->getArg(1);
-  llvm::Value* end = fn->getArg(2);
-
-  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
-  auto* loop = llvm::BasicBlock::Create(ctx, "loop", fn);
-  auto* body = llvm::BasicBlock::Create(ctx, "body", fn);
-  auto* exit = llvm::BasicBlock::Create(ctx, "exit", fn);
-  b.SetInsertPoint(entry);
-  std::vector<llvm::Value*> base;
+  auto* i64 = b.getInt64Ty();
   std::size_t n_bufs = k.inputs.size() + k.outputs.size();
-  for (std::size_t j = 0; j < n_bufs; ++j) {
-    llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptr, bufs, j);
-    auto* p = b.CreateLoad(ptr, slot);
-    p->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
-    base.push_back(p);
+
+  llvm::Function* body_fn = define_kernel(*mb.module, b, name, n_bufs);
+
+  std::vector<ir::Shape> operand_shapes = k.read_shapes; // how each operand's buffer is laid out
+  RowLayout layout = row_layout(operand_shapes, k.shape);
+  llvm::Value* begin = body_fn->getArg(unsigned(n_bufs));
+  llvm::Value* end = body_fn->getArg(unsigned(n_bufs + 1));
+  // Size-generic kernels: when one row spans the whole iteration space (every operand has the
+  // output's shape or one element), the loop bound is the call's `end` and no extent appears in
+  // the code, so the same machine code serves every size of a dynamic dimension (the session
+  // caches code by content).
+  int64_t numel = 1;
+  for (int64_t sz : k.shape.sizes()) numel *= sz;
+  bool generic = layout.inner == numel;
+  llvm::Value* inner = generic ? end : b.getInt64(uint64_t(layout.inner));
+
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", body_fn);
+  auto* rows = llvm::BasicBlock::Create(ctx, "rows", body_fn);
+  auto* row = llvm::BasicBlock::Create(ctx, "row", body_fn);
+  auto* elems = llvm::BasicBlock::Create(ctx, "elems", body_fn);
+  auto* elem = llvm::BasicBlock::Create(ctx, "elem", body_fn);
+  auto* row_done = llvm::BasicBlock::Create(ctx, "row_done", body_fn);
+  auto* exit = llvm::BasicBlock::Create(ctx, "exit", body_fn);
+
+  // Rows [begin / inner, ceil(end / inner)), each clipped to [begin, end).
+  b.SetInsertPoint(entry);
+  llvm::Value* r_begin = nullptr;
+  llvm::Value* r_end = nullptr;
+  if (generic) { // one row: [0, 1) when the range is not empty
+    r_begin = b.getInt64(0);
+    r_end = b.CreateZExt(b.CreateICmpSLT(begin, end), i64);
+  } else {
+    r_begin = b.CreateUDiv(begin, inner);
+    r_end = b.CreateUDiv(b.CreateAdd(end, b.getInt64(uint64_t(layout.inner - 1))), inner);
   }
-  b.CreateBr(loop);
+  b.CreateBr(rows);
 
-  b.SetInsertPoint(loop);
-  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, "i");
-  i->addIncoming(begin, entry);
-  b.CreateCondBr(b.CreateICmpSLT(i, end), body, exit);
+  b.SetInsertPoint(rows);
+  llvm::PHINode* r = b.CreatePHI(i64, 2, "r");
+  r->addIncoming(r_begin, entry);
+  b.CreateCondBr(b.CreateICmpULT(r, r_end), row, exit);
 
-  b.SetInsertPoint(body);
-  std::unordered_map<uint32_t, JV> values;
+  b.SetInsertPoint(row);
+  llvm::Value* row_start = b.CreateMul(r, inner, "", true, true);
+  llvm::Value* c_begin = b.CreateIntrinsic(llvm::Intrinsic::smax, {i64},
+                                           {b.CreateSub(begin, row_start), b.getInt64(0)});
+  llvm::Value* c_end =
+      b.CreateIntrinsic(llvm::Intrinsic::smin, {i64}, {b.CreateSub(end, row_start), inner});
+  std::vector<llvm::Value*> row_offset(k.inputs.size(), nullptr);
+  for (std::size_t j = 0; j < k.inputs.size(); ++j)
+    if (!inline_constant(g.node(k.buffers[j])))
+      row_offset[j] = broadcast_index(row_start, operand_shapes[j], k.shape);
+  b.CreateBr(elems);
+
+  b.SetInsertPoint(elems);
+  llvm::PHINode* c = b.CreatePHI(i64, 2, "c");
+  c->addIncoming(c_begin, row);
+  b.CreateCondBr(b.CreateICmpSLT(c, c_end), elem, row_done);
+
+  b.SetInsertPoint(elem);
+  std::unordered_map<uint32_t, llvm::Value*> values; // each node's value as held for its dtype
   for (std::size_t j = 0; j < k.inputs.size(); ++j) {
-    const ir::Node& in = g.node(k.inputs[j]);
-    if (inline_constant(in) && native_dtype(in.shape.dtype())) {
-      values.emplace(in.id.index, JV(constant_value(in)));
+    uint32_t id = k.inputs[j].index;
+    if (!row_offset[j]) {
+      values.emplace(id, constant_value(g.node(k.buffers[j])));
       continue;
     }
-    DType t = in.shape.dtype();
-    llvm::Value* idx = broadcast_index(i, in.shape, k.shape);
-    llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), base[j], idx);
-    values.emplace(in.id.index, to_f64(b.CreateLoad(storage_type(t), p), t));
+    DType t = k.read_shapes[j].dtype();
+    llvm::Value* idx = layout.contiguous[j] ? b.CreateAdd(row_offset[j], c) : row_offset[j];
+    llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(j)), idx);
+    values.emplace(id, from_storage(b.CreateLoad(storage_type(t), p), t));
   }
+  llvm::Value* out_idx = b.CreateAdd(row_start, c);
   std::size_t out_slot = k.inputs.size();
   for (ir::NodeId id : k.nodes) {
     const ir::Node& n = g.node(id);
+    llvm::Type* cty = compute_type(g, n);
+    t_emit.fty = cty;
     std::vector<JV> ins;
-    for (ir::NodeId in : n.inputs) ins.push_back(values.at(in.index));
-    JV v = round_to(apply_rule(n, ins), n.shape.dtype());
+    for (ir::NodeId in : n.inputs)
+      ins.push_back(to_compute(values.at(in.index), g.shape(in).dtype(), cty));
+    DType t = n.shape.dtype();
+    llvm::Value* v = from_compute(apply_rule(n, ins), t);
     values.emplace(id.index, v);
     if (std::find(k.outputs.begin(), k.outputs.end(), id) != k.outputs.end()) {
-      DType t = n.shape.dtype();
-      llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), base[out_slot++], i);
-      b.CreateStore(from_f64(v, t), p);
+      llvm::Value* p =
+          b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(out_slot++)), out_idx);
+      b.CreateStore(to_storage(v, t), p);
     }
   }
-  llvm::Value* next = b.CreateAdd(i, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
-  i->addIncoming(next, body);
-  b.CreateBr(loop);
+  c->addIncoming(b.CreateAdd(c, b.getInt64(1), "", true, true), elem);
+  b.CreateBr(elems);
+
+  b.SetInsertPoint(row_done);
+  r->addIncoming(b.CreateAdd(r, b.getInt64(1), "", true, true), row_done);
+  b.CreateBr(rows);
 
   b.SetInsertPoint(exit);
   b.CreateRetVoid();
-  t_emit = EmitContext{};
-
-  NativeKernel out;
-  out.code = add_module(std::move(mb));
-  out.fn = reinterpret_cast<KernelFn>(out.code->symbol(name));
-  return out;
+  return load_kernel(std::move(mb), name);
 }
 
 } // namespace rlx::jit

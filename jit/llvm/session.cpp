@@ -1,25 +1,38 @@
-// jit/llvm/session.cpp -- one LLJIT per process with the host target; O2 pipeline; trackers.
+// jit/llvm/session.cpp -- one LLJIT per process; content-addressed modules, a lean pass
+// pipeline, the disk cache.
 #include "llvm/session.hpp"
+
+#include "debug.hpp"
+#include "disk_cache.hpp"
 
 #include "rlx/error.hpp"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/BLAKE3.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <map>
 #include <mutex>
+#include <optional>
 
 namespace rlx::jit {
 
@@ -37,13 +50,16 @@ template <class T> T check(llvm::Expected<T> v, const char* what) {
   if (!v) fail(ErrorKind::Runtime, "jit: ", what, ": ", to_string(v.takeError()));
   return std::move(*v);
 }
-void check(llvm::Error e, const char* what) {
-  if (e) fail(ErrorKind::Runtime, "jit: ", what, ": ", to_string(std::move(e)));
-}
+
+struct Loaded;
 
 class Session {
 public:
   Session() {
+    // One vector loop plus a scalar remainder: an extra narrower vector loop for the remainder
+    // (epilogue vectorization) costs ~25% more compile time and gains nothing measurable here.
+    const char* args[] = {"rlx", "-enable-epilogue-vectorization=false"};
+    llvm::cl::ParseCommandLineOptions(2, args);
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     cpu_ = llvm::sys::getHostCPUName().str();
@@ -54,6 +70,10 @@ public:
     jtmb.setCPU(cpu_);
     jtmb.getFeatures().addFeaturesVector(split(features_));
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    // What LLJIT picks for JITLink on x86-64 ELF; set here too, so the objects this session
+    // compiles itself (and caches on disk) are what JITLink links.
+    jtmb.setRelocationModel(llvm::Reloc::PIC_);
+    jtmb.setCodeModel(llvm::CodeModel::Small);
     tm_ = check(jtmb.createTargetMachine(), "create target machine");
     jit_ =
         check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
@@ -76,6 +96,15 @@ public:
     return out;
   }
 
+  /// The passes our kernels need, not O2's hundred: inline the body into the entry point,
+  /// clean up, rotate loops and hoist invariants (so the vectorizer sees canonical loops),
+  /// vectorize, clean up. A third to half of O2's optimization time, the same machine code on
+  /// the kernels measured (bench/), part of every cache key.
+  static constexpr const char* kPipeline =
+      "always-inline,function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
+      "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
+      "instcombine<no-verify-fixpoint>,simplifycfg)";
+
   void optimize(llvm::Module& m) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -87,14 +116,40 @@ public:
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+    llvm::ModulePassManager mpm;
+    if (llvm::Error e = pb.parsePassPipeline(mpm, kPipeline))
+      throw InternalError("jit: the pass pipeline does not parse: " + to_string(std::move(e)));
     mpm.run(m, mam);
+  }
+
+  /// Machine code for an optimized module: an object file or assembly text. Locked (the
+  /// TargetMachine is not shared between threads).
+  std::string emit(llvm::Module& m, llvm::CodeGenFileType type) {
+    llvm::SmallVector<char, 0> out;
+    llvm::raw_svector_ostream os(out);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, type))
+      fail(ErrorKind::Runtime, "jit: the target machine cannot emit this file type");
+    pm.run(m);
+    return std::string(out.data(), out.size());
+  }
+
+  /// Everything besides the IR that decides the machine code; part of every key.
+  std::string key_prefix() const {
+    return "rlx kernel cache " + std::to_string(disk::kFormatVersion) +
+           "\nrlx " RLX_VERSION "\nllvm " LLVM_VERSION_STRING "\n" + tm_->getTargetTriple().str() +
+           "\n" + cpu_ + "\n" + features_ + "\n" + kPipeline +
+           "\nno-epilogue-vectorization pic small\n";
   }
 
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_, features_;
   std::mutex mu_;
+  /// Loaded code by key (hex), so a module is in the JITDylib once; an entry goes when its
+  /// code is removed (cv_ tells waiters).
+  std::map<std::string, std::weak_ptr<Loaded>> loaded_;
+  std::condition_variable cv_;
 };
 
 /// Never destroyed: executables held by other statics release their code at exit, after any
@@ -104,23 +159,80 @@ Session& session() {
   return *s;
 }
 
-class Code final : public CompiledCode {
-public:
-  Code(llvm::orc::ResourceTrackerSP rt) : rt_(std::move(rt)) {}
-  ~Code() override {
-    std::lock_guard lock(session().mu_);
-    llvm::consumeError(rt_->remove());
-  }
-  void* symbol(const std::string& name) const override {
+struct Counters {
+  std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, disk_misses{0}, disk_rejected{0},
+      disk_write_errors{0};
+};
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+thread_local CompileRecord t_last_compile;
+
+/// Code in the JITDylib under one ResourceTracker, shared by every module with its key.
+struct Loaded {
+  std::string key;
+  llvm::orc::ResourceTrackerSP rt;
+  std::vector<void*> addresses; ///< of the module's defined functions, in module order
+
+  ~Loaded() {
     Session& s = session();
     std::lock_guard lock(s.mu_);
-    auto addr = check(s.jit_->lookup(name), "look up a kernel");
-    return addr.toPtr<void*>();
+    llvm::consumeError(rt->remove());
+    if (auto it = s.loaded_.find(key); it != s.loaded_.end() && it->second.expired())
+      s.loaded_.erase(it);
+    s.cv_.notify_all();
+  }
+};
+
+/// One add_module's view of shared code: the names its module used.
+class Code final : public CompiledCode {
+public:
+  Code(std::shared_ptr<const Loaded> loaded, std::vector<std::string> names)
+      : loaded_(std::move(loaded)), names_(std::move(names)) {}
+  void* symbol(const std::string& name) const override {
+    for (std::size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == name) return loaded_->addresses[i];
+    throw InternalError("jit: the module defines no function " + name);
   }
 
 private:
-  llvm::orc::ResourceTrackerSP rt_;
+  std::shared_ptr<const Loaded> loaded_;
+  std::vector<std::string> names_;
 };
+
+/// Locked: add an object file and resolve `symbols` (which links it). On failure the object
+/// is removed again and `error` says why.
+std::optional<std::vector<void*>> link(Session& s, const llvm::orc::ResourceTrackerSP& rt,
+                                       const std::string& object,
+                                       const std::vector<std::string>& symbols,
+                                       std::string& error) {
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, symbols.empty() ? "" : symbols[0]);
+  if (llvm::Error e = s.jit_->addObjectFile(rt, std::move(buffer))) {
+    error = to_string(std::move(e));
+    llvm::consumeError(rt->remove());
+    return std::nullopt;
+  }
+  std::vector<void*> addresses;
+  for (const std::string& name : symbols) {
+    auto addr = s.jit_->lookup(name);
+    if (!addr) {
+      error = to_string(addr.takeError());
+      llvm::consumeError(rt->remove());
+      return std::nullopt;
+    }
+    addresses.push_back(addr->toPtr<void*>());
+  }
+  return addresses;
+}
+
+std::string print(const llvm::Module& m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m.print(os, nullptr);
+  return os.str();
+}
 
 } // namespace
 
@@ -145,22 +257,139 @@ void set_host_attributes(llvm::Module& module) {
 
 std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   Session& s = session();
+  Counters& count = counters();
+  llvm::Module& m = *mb.module;
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  if (llvm::verifyModule(*mb.module, &es))
+  if (llvm::verifyModule(m, &es))
     throw InternalError("jit: generated an invalid LLVM module: " + es.str());
-  set_host_attributes(*mb.module);
-  {
-    // The pass pipeline is not shared between threads; one module at a time.
-    std::lock_guard lock(s.mu_);
-    s.optimize(*mb.module);
+  set_host_attributes(m);
+  const std::string module_name = m.getModuleIdentifier();
+  DebugState debug = debug_state();
+  if (debug.dump_llvm) write_dump(debug, module_name + ".ll", print(m));
+
+  // Content addressing: the key is taken over the IR with placeholder names for every defined
+  // global (lowerings name helpers after the kernel), then the exported ones are renamed after
+  // the key, the same in every process that builds this code; internal ones keep their suffix.
+  std::vector<llvm::GlobalValue*> defined, local;
+  for (llvm::GlobalValue& gv : m.global_values())
+    if (!gv.isDeclaration()) (gv.hasLocalLinkage() ? local : defined).push_back(&gv);
+  std::vector<std::string> names, local_names;
+  for (std::size_t i = 0; i < defined.size(); ++i) {
+    names.push_back(defined[i]->getName().str());
+    defined[i]->setName("__rlx_placeholder_" + std::to_string(i));
   }
-  std::lock_guard lock(s.mu_);
-  auto rt = s.jit_->getMainJITDylib().createResourceTracker();
-  check(s.jit_->addIRModule(
-            rt, llvm::orc::ThreadSafeModule(std::move(mb.module), std::move(mb.context))),
-        "add a module");
-  return std::make_shared<Code>(std::move(rt));
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    local_names.push_back(local[i]->getName().str());
+    local[i]->setName("__rlx_local_" + std::to_string(i));
+  }
+  m.setModuleIdentifier("rlx");
+  m.setSourceFileName("rlx");
+  llvm::BLAKE3 hasher;
+  hasher.update(s.key_prefix());
+  hasher.update(print(m));
+  disk::Key key = hasher.final<32>();
+  const std::string hex = disk::to_hex(key);
+  const std::string base = "rlx_" + hex.substr(0, 32);
+  std::vector<std::string> symbols;
+  for (std::size_t i = 0; i < defined.size(); ++i) {
+    symbols.push_back(base + (i == 0 ? "" : "_" + std::to_string(i)));
+    defined[i]->setName(symbols.back());
+    if (defined[i]->getName() != symbols.back())
+      throw InternalError("jit: cannot name a kernel " + symbols.back());
+  }
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    const std::string& n = local_names[i];
+    bool derived = n.size() > module_name.size() && n.starts_with(module_name);
+    local[i]->setName(base + (derived ? n.substr(module_name.size()) : ".l" + std::to_string(i)));
+  }
+
+  /// Optimized IR and assembly for RLX_DUMP (also for code that was not compiled here).
+  auto dump_compiled = [&](llvm::Module& opt) {
+    if (debug.dump_llvm) write_dump(debug, module_name + ".opt.ll", print(opt));
+    if (debug.dump_asm) {
+      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(opt);
+      write_dump(debug, module_name + ".s", s.emit(*copy, llvm::CodeGenFileType::AssemblyFile));
+    }
+  };
+
+  std::shared_ptr<Loaded> loaded; // declared before the lock: released after it
+  CodeOrigin origin = CodeOrigin::Compiled;
+  std::unique_lock lock(s.mu_);
+  // The same code already loaded: share it. An entry whose code is being removed is waited for
+  // (its symbols must leave the JITDylib before they are defined again).
+  for (;;) {
+    auto it = s.loaded_.find(hex);
+    if (it == s.loaded_.end()) break;
+    if ((loaded = it->second.lock())) break;
+    s.cv_.wait(lock);
+  }
+  if (loaded) {
+    origin = CodeOrigin::Memory;
+    ++count.memory_hits;
+  }
+  const std::string dir = loaded ? std::string() : disk::directory();
+  auto load = [&](const std::string& object, std::string& error) {
+    auto rt = s.jit_->getMainJITDylib().createResourceTracker();
+    std::optional<std::vector<void*>> addresses = link(s, rt, object, symbols, error);
+    if (!addresses) return false;
+    loaded = std::make_shared<Loaded>();
+    loaded->key = hex;
+    loaded->rt = std::move(rt);
+    loaded->addresses = std::move(*addresses);
+    s.loaded_[hex] = loaded;
+    return true;
+  };
+  if (!loaded && !dir.empty()) {
+    disk::Loaded entry = disk::load(dir, key);
+    std::string error;
+    if (entry.status == disk::Loaded::Status::Miss) {
+      ++count.disk_misses;
+    } else if (entry.status == disk::Loaded::Status::Rejected ||
+               !load(std::string(entry.payload.data(), entry.payload.size()), error)) {
+      ++count.disk_rejected;
+    } else {
+      origin = CodeOrigin::Disk;
+      ++count.disk_hits;
+    }
+  }
+  if (loaded) {
+    if (debug.dump_llvm || debug.dump_asm) {
+      s.optimize(m);
+      dump_compiled(m);
+    }
+  } else {
+    s.optimize(m);
+    dump_compiled(m);
+    std::string object = s.emit(m, llvm::CodeGenFileType::ObjectFile);
+    ++count.compiled;
+    if (!dir.empty() && !disk::store(dir, key, object)) ++count.disk_write_errors;
+    std::string error;
+    if (!load(object, error)) fail(ErrorKind::Runtime, "jit: load compiled code: ", error);
+  }
+  lock.unlock();
+  t_last_compile = CompileRecord{origin, symbols.empty() ? base : symbols[0]};
+  return std::make_shared<Code>(std::move(loaded), std::move(names));
+}
+
+const char* origin_name(CodeOrigin origin) {
+  switch (origin) {
+  case CodeOrigin::Compiled:
+    return "compiled";
+  case CodeOrigin::Disk:
+    return "disk";
+  case CodeOrigin::Memory:
+    return "memory";
+  }
+  return "?";
+}
+
+CompileRecord last_compile() { return t_last_compile; }
+
+KernelCounters kernel_counters() {
+  Counters& c = counters();
+  return KernelCounters{c.compiled.load(),    c.memory_hits.load(),   c.disk_hits.load(),
+                        c.disk_misses.load(), c.disk_rejected.load(), c.disk_write_errors.load()};
 }
 
 std::string host_cpu() { return session().cpu_; }

@@ -1,6 +1,7 @@
 // jit/llvm/session.hpp -- the process's one LLVM ORC LLJIT: modules in, function pointers out.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,9 +30,39 @@ ModuleBuilder new_module(const std::string& name);
 /// Mark a function as built for the host CPU (so the vectorizer uses its widest registers).
 void set_host_attributes(llvm::Module& module);
 
-/// Optimize (O2) and compile a module; LLVM errors become rlx::Error (ErrorKind::Runtime).
+/// Compile a module and load its code; LLVM errors become rlx::Error (ErrorKind::Runtime).
 /// Thread safe.
+///
+/// The module is content-addressed: the key is a digest of the unoptimized IR (with the names
+/// of its defined globals replaced by placeholders) and of the target, CPU, features, rlx and
+/// LLVM versions, and its exported functions are renamed after it, so any module with the
+/// same code gets the same machine code in this process and in others. The
+/// code comes from, in order: a loaded module with the same key (shared), the disk cache
+/// (jit/disk_cache.hpp), or the pass pipeline and the TargetMachine (then written to the disk
+/// cache). CompiledCode::symbol takes the names the module was built with.
 std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb);
+
+/// Where the code of an add_module call came from.
+enum class CodeOrigin : uint8_t { Compiled, Disk, Memory };
+const char* origin_name(CodeOrigin origin);
+
+/// What the calling thread's last add_module did (for RLX_LOG=compile).
+struct CompileRecord {
+  CodeOrigin origin = CodeOrigin::Compiled;
+  std::string symbol; ///< the content-addressed name of the module's first function
+};
+CompileRecord last_compile();
+
+/// Process-wide kernel counters (never reset).
+struct KernelCounters {
+  int64_t compiled = 0;      ///< modules optimized and compiled to machine code
+  int64_t memory_hits = 0;   ///< modules whose code was already loaded in this process
+  int64_t disk_hits = 0;     ///< modules loaded from the disk cache
+  int64_t disk_misses = 0;   ///< modules not found on disk (then compiled and written)
+  int64_t disk_rejected = 0; ///< disk entries found corrupt, truncated or foreign
+  int64_t disk_write_errors = 0;
+};
+KernelCounters kernel_counters();
 
 /// Host CPU name and the features LLVM sees (for cache keys and dumps).
 std::string host_cpu();

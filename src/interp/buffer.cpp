@@ -44,11 +44,19 @@ template <class T> T clamp_int(int64_t v) {
 
 } // namespace
 
-Buffer::Buffer(ir::Shape shape) : shape_(std::move(shape)) {
-  auto n = shape_.num_elements();
-  if (!n) fail(ErrorKind::Runtime, "buffer: shape ", ir::short_str(shape_), " is not static");
-  numel_ = *n;
-  bytes_.assign(std::size_t(numel_) * ir::size_bytes(shape_.dtype()), std::byte{0});
+Buffer::Buffer(ir::Shape shape) : Buffer(uninitialized(std::move(shape))) {
+  if (!bytes_.size()) return;
+  std::memset(bytes_.data(), 0, bytes_.size());
+}
+
+Buffer Buffer::uninitialized(ir::Shape shape) {
+  auto n = shape.num_elements();
+  if (!n) fail(ErrorKind::Runtime, "buffer: shape ", ir::short_str(shape), " is not static");
+  Buffer b;
+  b.shape_ = std::move(shape);
+  b.numel_ = *n;
+  b.bytes_ = Storage(std::size_t(b.numel_) * ir::size_bytes(b.shape_.dtype()), /*zero=*/false);
+  return b;
 }
 
 Buffer Buffer::from_f64(ir::Shape shape, std::span<const double> values) {

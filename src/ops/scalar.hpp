@@ -26,8 +26,12 @@ inline double sel(bool c, double a, double b) { return c ? a : b; }
 template <class V> V relu6(V x) { return sel(x < V(0), V(0), sel(x > V(6), V(6), x)); }
 /// log(1 + e^x) without overflow.
 template <class V> V softplus(V x) { return sel(x > V(0), x, V(0)) + log1p(exp(-abs(x))); }
+/// 1 / (1 + e^-x) with one exponential that never overflows: t = e^-|x|, and for x < 0 the
+/// equal t / (1 + t).
 template <class V> V sigmoid(V x) {
-  return sel(x >= V(0), V(1) / (V(1) + exp(-x)), exp(x) / (V(1) + exp(x)));
+  V t = exp(-abs(x));
+  V d = V(1) + t;
+  return sel(x >= V(0), V(1) / d, t / d);
 }
 template <class V> auto isnan_(V x) { return x != x; }
 } // namespace math
@@ -69,7 +73,7 @@ RLX_UNARY(Erf, erf(x))
 RLX_UNARY(Softplus, softplus(x))
 RLX_UNARY(LeakyRelu, sel(x >= V(0) || isnan_(x), x, V(attrs.alpha) * x))
 RLX_UNARY(Elu, sel(x > V(0) || isnan_(x), x, V(attrs.alpha) * expm1(x)))
-RLX_UNARY(HardSwish, x* relu6(x + V(3)) / V(6))
+RLX_UNARY(HardSwish, x*(relu6(x + V(3)) / V(6))) // x * 6 would overflow in f32
 RLX_UNARY(HardSigmoid, relu6(x + V(3)) / V(6))
 RLX_UNARY(Mish, x* tanh(softplus(x)))
 RLX_UNARY(Softsign, x / (V(1) + abs(x)))

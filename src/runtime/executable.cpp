@@ -116,6 +116,7 @@ CacheStats cache_stats() {
   std::lock_guard lock(c.mu);
   CacheStats s = c.stats;
   s.entries = int64_t(c.entries.size());
+  jit::add_kernel_stats(s);
   return s;
 }
 

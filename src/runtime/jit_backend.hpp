@@ -9,4 +9,7 @@ namespace rlx::jit {
 /// the runtime kernels). rlx::Error (ErrorKind::Runtime) when LLVM fails.
 std::shared_ptr<const Executable> compile_graph(const ir::Graph& g);
 
+/// Fill the kernel counters of `stats` (kernels_compiled, disk_hits, ...).
+void add_kernel_stats(CacheStats& stats);
+
 } // namespace rlx::jit

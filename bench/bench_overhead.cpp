@@ -1,0 +1,177 @@
+// bench/bench_overhead.cpp -- rlx's fixed costs. (1) Cold compile: rlx::compile(g, Backend::Jit)
+// of a fresh 20-node element-wise graph (16 ops fused into one kernel, 4 scalar constants; one
+// constant changes every iteration so the process cache always misses), and the first call of
+// a fresh rlx::jit function (trace + compile + run). (2) Cached call: a jitted a+b on 1 and 4
+// f32 elements, per call, next to Executable::run of the same graph and a plain C++ loop.
+// RLX_CACHE_DIR is set to "off" so no on-disk kernel cache can serve a "cold" compile.
+#include "bench_util.hpp"
+
+#include <rlx/rlx.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using rlx::Tensor;
+
+constexpr char kCompile[] = "compile";
+constexpr char kCall[] = "call overhead";
+
+/// 16 element-wise ops and 4 scalar constants over f32[n]; `k` is the first constant.
+rlx::ir::Graph make_chain(int64_t n, double k) {
+  using namespace rlx::ir;
+  Graph g("bench_chain");
+  NodeId x = g.input("x", Shape({n}, DType::F32));
+  NodeId c0 = g.constant(k, DType::F32), c1 = g.constant(0.1, DType::F32);
+  NodeId c2 = g.constant(0.5, DType::F32), c3 = g.constant(2.0, DType::F32);
+  NodeId t = g.tanh(g.add(g.mul(x, c0), c1));                  // 3 ops
+  NodeId s = g.activation(Activation::Sigmoid, x, g.shape(x)); // 4
+  NodeId y = g.add(g.mul(t, s), g.mul(x, x));                  // 7
+  NodeId r = g.mul(g.relu(g.sub(y, c2)), c3);                  // 10
+  NodeId e = g.add(r, g.exp(g.neg(x)));                        // 13
+  g.set_outputs({g.add(g.tanh(g.mul(e, y)), x)});              // 16
+  return g;
+}
+
+int count_ops(const rlx::ir::Graph& g) {
+  int ops = 0;
+  for (const rlx::ir::Node& node : g.nodes()) {
+    rlx::ir::OpKind k = node.op.kind();
+    if (k != rlx::ir::OpKind::Input && k != rlx::ir::OpKind::Constant) ++ops;
+  }
+  return ops;
+}
+
+/// Times `fn` once per iteration (each one a cold compile): min/median/p95/max.
+template <class F> bench::Stats time_each(int iterations, F&& fn) {
+  std::vector<double> t;
+  for (int i = 0; i < iterations; ++i) {
+    auto t0 = bench::Clock::now();
+    fn(i);
+    t.push_back(bench::seconds_since(t0));
+  }
+  return bench::summarize(std::move(t), 1);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bench::Args args = bench::parse_args(argc, argv, {1, 4});
+  // Cold compiles must compile: no on-disk kernel cache (harmless where there is none).
+  setenv("RLX_CACHE_DIR", "off", 1);
+  bench::Budget budget;
+  budget.seconds = args.budget;
+  rlx::set_num_threads(1);
+  constexpr int64_t kN = 1024;
+  constexpr int kCompiles = 50;
+
+  // ---- Cold compile
+  {
+    rlx::ir::Graph probe = make_chain(kN, 0.5);
+    bench::emit_note(kCompile, "graph: f32[" + std::to_string(kN) + "], " +
+                                   std::to_string(count_ops(probe)) +
+                                   " element-wise ops + 4 scalar constants, one fused kernel; "
+                                   "one constant differs per compile so the cache misses");
+    // Start from a clock-derived constant, so a persistent kernel cache (if any) misses too.
+    double k = double(bench::Clock::now().time_since_epoch().count() % 4096) + 0.25;
+    auto fresh = [&] {
+      rlx::clear_cache();
+      k += 1.0 / 1024; // exact in f32: every graph's text differs
+      bool hit = true;
+      auto exe = rlx::compile(make_chain(kN, k), rlx::Backend::Jit, &hit);
+      if (hit) std::printf("FAILED: a compile hit the cache\n");
+    };
+    bench::Stats first = time_each(1, [&](int) { fresh(); });
+    bench::emit_time({kCompile, "first compile in the process (LLJIT setup)", 1, kN}, first);
+    for (int i = 0; i < 3; ++i) fresh(); // warm-up
+    bench::Stats s = time_each(kCompiles, [&](int) { fresh(); });
+    bench::emit_time({kCompile, "rlx::compile(g, Jit), graph built outside", 1, kN}, s);
+
+    // Graph construction alone, for reference (not part of the compile time above).
+    bench::Stats build = time_each(kCompiles, [&](int) {
+      k += 1.0 / 1024;
+      rlx::ir::Graph g = make_chain(kN, k);
+      bench::clobber(&g);
+    });
+    bench::emit_time({kCompile, "building the Graph (not in the row above)", 1, kN}, build);
+
+    // rlx::jit: a fresh function per iteration (the captured scalar is baked into the trace).
+    std::vector<float> xs(kN, 0.5f);
+    Tensor x = Tensor::from_vector(xs, {kN});
+    bench::Stats jit_first = time_each(kCompiles, [&](int) {
+      rlx::clear_cache();
+      k += 1.0 / 1024;
+      float c = float(k);
+      auto f = rlx::jit([c](Tensor v) {
+        Tensor y = rlx::tanh(v * c + 0.1f) * rlx::sigmoid(v) + v * v;
+        return rlx::tanh((rlx::relu(y - 0.5f) * 2.0f + rlx::exp(-v)) * y) + v;
+      });
+      Tensor out = f(x);
+      bench::clobber(&out);
+    });
+    bench::emit_time({kCompile, "rlx::jit first call (trace + compile + run)", 1, kN}, jit_first);
+  }
+
+  // ---- Cached calls on tiny inputs
+  bench::emit_note(kCall, "per call, after warm-up; 1 rlx thread; the C++ loop is the work "
+                          "itself, so a row's time minus it is the overhead");
+  for (int64_t n : args.sizes) {
+    std::vector<float> av(std::size_t(n), 1.5f), bv(std::size_t(n), 2.25f),
+        out(std::size_t(n), 0.0f);
+    Tensor a = Tensor::from_vector(av, {n}), b = Tensor::from_vector(bv, {n});
+
+    auto f = rlx::jit([](Tensor p, Tensor q) { return p + q; });
+    if (f(a, b).to_vector<float>() != std::vector<float>(std::size_t(n), 3.75f))
+      std::printf("FAILED: rlx::jit a+b computed wrong values\n");
+    bench::Stats s = bench::measure(
+        [&] {
+          Tensor y = f(a, b);
+          bench::clobber(&y);
+        },
+        budget);
+    bench::emit_time({kCall, "rlx::jit cached call, a+b", 1, n, true}, s);
+
+    auto g =
+        rlx::jit([](Tensor v) { return rlx::tanh(v * 0.5f + 0.1f) * rlx::sigmoid(v) + v * v; });
+    g(a); // trace and compile outside the samples
+    s = bench::measure(
+        [&] {
+          Tensor y = g(a);
+          bench::clobber(&y);
+        },
+        budget);
+    bench::emit_time({kCall, "rlx::jit cached call, tanh(0.5x+0.1)*sigmoid(x)+x^2", 1, n}, s);
+    rlx::JitStats st = f.stats();
+    if (st.compiles != 1 || st.traces != 1)
+      std::printf("FAILED: the cached calls traced or compiled again (%lld traces, %lld "
+                  "compiles)\n",
+                  static_cast<long long>(st.traces), static_cast<long long>(st.compiles));
+
+    using namespace rlx::ir;
+    Graph graph("bench_add");
+    NodeId p = graph.input("a", Shape({n}, DType::F32));
+    NodeId q = graph.input("b", Shape({n}, DType::F32));
+    graph.set_outputs({graph.add(p, q)});
+    auto exe = rlx::compile(graph, rlx::Backend::Jit);
+    const rlx::interp::Buffer* leaves[] = {&a.buffer(), &b.buffer()};
+    s = bench::measure(
+        [&] {
+          std::vector<rlx::interp::Buffer> r = exe->run(leaves);
+          bench::clobber(r[0].bytes().data());
+        },
+        budget);
+    bench::emit_time({kCall, "Executable::run, a+b", 1, n}, s);
+
+    s = bench::measure(
+        [&] {
+          for (std::size_t i = 0; i < out.size(); ++i) out[i] = av[i] + bv[i];
+          bench::clobber(out.data());
+        },
+        budget);
+    bench::emit_time({kCall, "C++ loop, a+b (no allocation)", 1, n}, s);
+  }
+  return 0;
+}

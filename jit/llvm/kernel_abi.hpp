@@ -1,0 +1,69 @@
+// jit/llvm/kernel_abi.hpp -- the calling convention every native kernel has (jit/lower.hpp's
+// KernelFn): `void name(void** bufs, i64 begin, i64 end)`, a thin entry point calling an
+// always-inlined `name.body(ptr noalias b0, ..., i64 begin, i64 end)`.
+#pragma once
+
+#include "lower.hpp"
+#include "llvm/jv.hpp"
+#include "llvm/session.hpp"
+
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <string>
+#include <vector>
+
+namespace rlx::jit {
+
+/// Define the entry point `name` and declare its body with `n_bufs` buffer parameters; returns
+/// the body (empty: the caller emits it; its last two arguments are begin and end). No buffer
+/// aliases another (the executables allocate every output), and once the body is inlined the
+/// noalias facts become scoped alias metadata the vectorizer relies on. Divisions marked `arcp`
+/// (only vmath's reciprocals; user divisions stay exact) may use the reciprocal estimate
+/// instruction plus one Newton step.
+inline llvm::Function* define_kernel(llvm::Module& m, llvm::IRBuilder<>& b, const std::string& name,
+                                     std::size_t n_bufs) {
+  llvm::LLVMContext& ctx = m.getContext();
+  auto* ptr = b.getPtrTy();
+  auto* i64 = b.getInt64Ty();
+  std::vector<llvm::Type*> params(n_bufs, ptr);
+  params.push_back(i64);
+  params.push_back(i64);
+  auto* body_ty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  auto* body = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, name + ".body", m);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  body->addFnAttr(llvm::Attribute::NoUnwind);
+  for (std::size_t j = 0; j < n_bufs; ++j)
+    body->addParamAttr(unsigned(j), llvm::Attribute::NoAlias);
+
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false);
+  auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  for (llvm::Function* f : {fn, body}) f->addFnAttr("reciprocal-estimates", "divf:1,vec-divf:1");
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+  std::vector<llvm::Value*> args;
+  for (std::size_t j = 0; j < n_bufs; ++j) {
+    auto* p = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), j));
+    p->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
+    args.push_back(p);
+  }
+  args.push_back(fn->getArg(1));
+  args.push_back(fn->getArg(2));
+  b.CreateCall(body, args);
+  b.CreateRetVoid();
+  b.ClearInsertionPoint();
+  return body;
+}
+
+/// Compile a finished kernel module and look its entry point up (ends the emission: clears the
+/// JV emit context).
+inline NativeKernel load_kernel(ModuleBuilder mb, const std::string& name) {
+  t_emit = EmitContext{};
+  NativeKernel out;
+  out.code = add_module(std::move(mb));
+  out.fn = reinterpret_cast<KernelFn>(out.code->symbol(name));
+  return out;
+}
+
+} // namespace rlx::jit

@@ -1,0 +1,296 @@
+// jit/llvm/lower_rows.cpp -- row kernels: reductions over trailing axes, softmax and the norms
+// over the last axis, as one LLVM function over a range of rows whose loops vectorize.
+//
+// A row is the `len` contiguous elements the op reduces (reduce_sum/mean/max/min whose axes are
+// the trailing dimensions) or normalizes (softmax, layer and rms norm, also of x + residual, on
+// the last axis). Sums of
+// f32 accumulate in f64, as the interpreter's do, in vector lanes (so the order differs from
+// the interpreter's sequential sum: `reassoc` is set on those additions only); f64 sums keep its
+// order. Max and min use llvm.maximum / llvm.minimum, which propagate NaN as the interpreter
+// does. Softmax is three passes over the row: the maximum, exp(x - max) stored and summed, and
+// the scaling by 1 / sum. Layer and rms norm compute in f64 like the interpreter (two passes for
+// the moments, then the scaling).
+#include "lower.hpp"
+#include "llvm/jv.hpp"
+#include "llvm/kernel_abi.hpp"
+#include "llvm/session.hpp"
+
+#include "rlx/error.hpp"
+
+#include <llvm/IR/Function.h>
+#include <llvm/IR/LLVMContext.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+namespace rlx::jit {
+
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+
+/// The number of elements per row, or 0 when the node is not a row op the lowering handles.
+int64_t row_len(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.empty() || !n.shape.is_static()) return 0;
+  const ir::Shape& in = g.shape(n.inputs[0]);
+  DType t = in.dtype();
+  if (!in.is_static() || (t != DType::F32 && t != DType::F64) || n.shape.dtype() != t) return 0;
+  std::vector<int64_t> sizes = in.sizes();
+  auto rank = int64_t(sizes.size());
+  auto norm = [&](int64_t a) { return a < 0 ? a + rank : a; };
+  std::vector<int64_t> axes;
+  switch (n.op.kind()) {
+  case OpKind::Softmax:
+    if (n.inputs.size() != 1) return 0;
+    axes = {norm(n.op.attrs<ir::AxisAttrs>().axis)};
+    break;
+  case OpKind::FusedResidualLN:
+  case OpKind::FusedResidualRmsNorm: {
+    // norm(x + residual [+ bias]) over the last axis: the residual of x's shape, the bias,
+    // gamma and beta vectors of the row's length, all of x's dtype.
+    const auto& a = n.op.attrs<ir::FusedResidualNormAttrs>();
+    std::size_t count = a.has_bias ? 5 : 4;
+    if (rank == 0 || n.inputs.size() != count || n.shape.dims() != in.dims()) return 0;
+    const ir::Shape& r = g.shape(n.inputs[1]);
+    if (r.dims() != in.dims() || r.dtype() != t) return 0;
+    for (std::size_t j = 2; j < count; ++j) {
+      const ir::Shape& v = g.shape(n.inputs[j]);
+      if (!v.is_static() || v.dtype() != t || v.sizes().empty() ||
+          *v.num_elements() != sizes.back() || v.sizes().back() != sizes.back())
+        return 0;
+    }
+    axes = {rank - 1};
+    break;
+  }
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm: {
+    // gamma and beta of the row's length and x's dtype; otherwise the runtime kernel runs (and
+    // reports a mismatch).
+    int64_t axis = n.op.attrs<ir::NormAttrs>().axis;
+    if (rank == 0 || n.inputs.size() != 3 || axis < -rank || axis >= rank) return 0;
+    axes = {norm(axis)};
+    for (std::size_t j = 1; j < 3; ++j) {
+      const ir::Shape& v = g.shape(n.inputs[j]);
+      auto count = v.num_elements();
+      if (!count || *count != sizes[std::size_t(axes[0])] || v.dtype() != t) return 0;
+    }
+    break;
+  }
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+    if (n.inputs.size() != 1) return 0;
+    for (int64_t a : n.op.attrs<ir::ReduceAttrs>().axes) axes.push_back(norm(a));
+    break;
+  default:
+    return 0;
+  }
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (axes.empty()) return 0;
+  // The axes must be the trailing dimensions.
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - int64_t(axes.size()) + int64_t(i)) return 0;
+  int64_t len = 1;
+  for (int64_t a : axes) len *= sizes[std::size_t(a)];
+  return len;
+}
+
+/// A counted loop [from, to) in the current function: body(i) emits into the loop body; the
+/// loop carries `init` values (phis) updated by what body returns. Returns their final values.
+std::vector<llvm::Value*> emit_loop(
+    llvm::Value* from, llvm::Value* to, std::vector<llvm::Value*> init,
+    const std::function<std::vector<llvm::Value*>(llvm::Value*, std::vector<llvm::Value*>)>& body) {
+  llvm::IRBuilder<>& b = B();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx, "head", fn);
+  auto* loop = llvm::BasicBlock::Create(ctx, "loop", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  i->addIncoming(from, pre);
+  std::vector<llvm::PHINode*> carried;
+  std::vector<llvm::Value*> cur;
+  for (llvm::Value* v : init) {
+    llvm::PHINode* p = b.CreatePHI(v->getType(), 2);
+    p->addIncoming(v, pre);
+    carried.push_back(p);
+    cur.push_back(p);
+  }
+  b.CreateCondBr(b.CreateICmpSLT(i, to), loop, done);
+  b.SetInsertPoint(loop);
+  std::vector<llvm::Value*> next = body(i, cur);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  i->addIncoming(b.CreateAdd(i, b.getInt64(1), "", true, true), latch);
+  for (std::size_t k = 0; k < carried.size(); ++k) carried[k]->addIncoming(next[k], latch);
+  b.CreateBr(head);
+  b.SetInsertPoint(done);
+  return cur;
+}
+
+llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
+  llvm::IRBuilder<>& bld = B();
+  llvm::IRBuilderBase::FastMathFlagGuard keep(bld);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowReassoc();
+  bld.setFastMathFlags(fmf);
+  return bld.CreateFAdd(a, b);
+}
+
+} // namespace
+
+bool lowers_as_row(const ir::Graph& g, const ir::Node& n) { return row_len(g, n) > 0; }
+
+int64_t row_count(const ir::Graph& g, const ir::Node& n) {
+  int64_t len = row_len(g, n);
+  if (len <= 0) throw InternalError("jit: row count of a node that is not a row op");
+  return *g.shape(n.inputs[0]).num_elements() / len;
+}
+
+namespace {
+
+/// Emits the loops of one row kernel: x is the row op's first operand, y its output; f32 data
+/// widen to f64 for sums and for the norms' arithmetic.
+struct RowEmitter {
+  llvm::IRBuilder<>& b;
+  DType t;
+  llvm::Type* ety; ///< element type
+  llvm::Type* dty; ///< f64
+  llvm::Value* L;  ///< the row length
+  llvm::Value* x;
+  llvm::Value* y;
+
+  using Vals = std::vector<llvm::Value*>;
+
+  llvm::Value* load(llvm::Value* base, llvm::Value* idx) {
+    return b.CreateLoad(ety, b.CreateInBoundsGEP(ety, base, idx));
+  }
+  void store(llvm::Value* v, llvm::Value* base, llvm::Value* idx) {
+    b.CreateStore(v, b.CreateInBoundsGEP(ety, base, idx));
+  }
+  llvm::Value* widen(llvm::Value* v) { return t == DType::F32 ? b.CreateFPExt(v, dty) : v; }
+  llvm::Value* narrow(llvm::Value* v) { return t == DType::F32 ? b.CreateFPTrunc(v, ety) : v; }
+  llvm::Value* f64(double v) { return llvm::ConstantFP::get(dty, v); }
+
+  /// max or min of the row (NaN propagates).
+  llvm::Value* extremum(llvm::Value* row0, llvm::Intrinsic::ID id, double init) {
+    return emit_loop(b.getInt64(0), L, {llvm::ConstantFP::get(ety, init)},
+                     [&](llvm::Value* i, Vals acc) {
+                       llvm::Value* v = load(x, b.CreateAdd(row0, i));
+                       return Vals{b.CreateIntrinsic(id, {ety}, {acc[0], v})};
+                     })[0];
+  }
+  /// The f64 sum over the row of term(element index). For f32 data in vector lanes (any order
+  /// of f64 additions is far below f32's rounding); f64 data are summed in the interpreter's
+  /// order, so f64 results match it to the last bits even where centering cancels.
+  llvm::Value* sum(const std::function<llvm::Value*(llvm::Value*)>& term) {
+    return emit_loop(b.getInt64(0), L, {f64(0.0)}, [&](llvm::Value* i, Vals acc) {
+      return Vals{t == DType::F32 ? reassoc_add(acc[0], term(i)) : b.CreateFAdd(acc[0], term(i))};
+    })[0];
+  }
+  void each(const std::function<void(llvm::Value*)>& body) {
+    emit_loop(b.getInt64(0), L, {}, [&](llvm::Value* i, Vals) {
+      body(i);
+      return Vals{};
+    });
+  }
+};
+
+} // namespace
+
+NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name) {
+  int64_t len = row_len(g, n);
+  if (len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
+  ModuleBuilder mb = new_module(name);
+  llvm::LLVMContext& ctx = *mb.context;
+  llvm::IRBuilder<> builder(ctx);
+  DType t = n.shape.dtype();
+  llvm::Type* ety = t == DType::F32 ? builder.getFloatTy() : builder.getDoubleTy();
+  t_emit = EmitContext{&builder, mb.module.get(), ety};
+  llvm::IRBuilder<>& b = builder;
+
+  // bufs = {operands..., output}; [begin, end) counts rows.
+  std::size_t n_bufs = n.inputs.size() + 1;
+  llvm::Function* body_fn = define_kernel(*mb.module, b, name, n_bufs);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body_fn));
+  RowEmitter e{b,
+               t,
+               ety,
+               b.getDoubleTy(),
+               b.getInt64(uint64_t(len)),
+               body_fn->getArg(0),
+               body_fn->getArg(unsigned(n_bufs - 1))};
+  OpKind k = n.op.kind();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  llvm::Value* count = e.f64(double(len));
+  bool fused_residual = k == OpKind::FusedResidualLN || k == OpKind::FusedResidualRmsNorm;
+  bool has_bias = fused_residual && n.op.attrs<ir::FusedResidualNormAttrs>().has_bias;
+  bool norm = fused_residual || k == OpKind::LayerNorm || k == OpKind::RmsNorm;
+  bool rms = k == OpKind::RmsNorm || k == OpKind::FusedResidualRmsNorm;
+
+  auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
+    llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
+    auto at = [&](llvm::Value* i) { return b.CreateAdd(row0, i); };
+    // The normalized value at row element i, in f64 (with the residual and bias added for the
+    // fused residual norms, unrounded as in the interpreter).
+    auto xd = [&](llvm::Value* i) {
+      llvm::Value* v = e.widen(e.load(e.x, at(i)));
+      if (fused_residual) {
+        v = b.CreateFAdd(v, e.widen(e.load(body_fn->getArg(1), at(i))));
+        if (has_bias) v = b.CreateFAdd(v, e.widen(e.load(body_fn->getArg(2), i)));
+      }
+      return v;
+    };
+    if (k == OpKind::ReduceMax || k == OpKind::ReduceMin) {
+      bool mx = k == OpKind::ReduceMax;
+      e.store(e.extremum(row0, mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum,
+                         mx ? -kInf : kInf),
+              e.y, r);
+    } else if (k == OpKind::ReduceSum || k == OpKind::ReduceMean) {
+      llvm::Value* s = e.sum(xd);
+      if (k == OpKind::ReduceMean) s = b.CreateFDiv(s, count);
+      e.store(e.narrow(s), e.y, r);
+    } else if (norm) {
+      // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
+      // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
+      llvm::Value* mean = rms ? e.f64(0.0) : b.CreateFDiv(e.sum(xd), count);
+      llvm::Value* ss = e.sum([&](llvm::Value* i) {
+        llvm::Value* d = b.CreateFSub(xd(i), mean);
+        return b.CreateFMul(d, d);
+      });
+      double eps = double(fused_residual ? n.op.attrs<ir::FusedResidualNormAttrs>().eps
+                                         : n.op.attrs<ir::NormAttrs>().eps);
+      llvm::Value* denom = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty},
+                                             {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
+      llvm::Value* gamma = body_fn->getArg(unsigned(n.inputs.size() - 2));
+      llvm::Value* beta = body_fn->getArg(unsigned(n.inputs.size() - 1));
+      e.each([&](llvm::Value* i) {
+        llvm::Value* v = b.CreateFDiv(b.CreateFSub(xd(i), mean), denom);
+        v = b.CreateFAdd(b.CreateFMul(v, e.widen(e.load(gamma, i))), e.widen(e.load(beta, i)));
+        e.store(e.narrow(v), e.y, at(i));
+      });
+    } else {
+      // Softmax: the max, then e = exp(x - max) stored and summed, then y = e * (1 / sum).
+      llvm::Value* m = e.extremum(row0, llvm::Intrinsic::maximum, -kInf);
+      llvm::Value* s = e.sum([&](llvm::Value* i) {
+        JV ex = exp(JV(b.CreateFSub(e.load(e.x, at(i)), m)));
+        e.store(ex.v, e.y, at(i));
+        return e.widen(ex.v);
+      });
+      llvm::Value* inv = e.narrow(b.CreateFDiv(e.f64(1.0), s));
+      e.each([&](llvm::Value* i) { e.store(b.CreateFMul(e.load(e.y, at(i)), inv), e.y, at(i)); });
+    }
+    return std::vector<llvm::Value*>{};
+  };
+  emit_loop(body_fn->getArg(unsigned(n_bufs)), body_fn->getArg(unsigned(n_bufs + 1)), {}, row);
+  b.CreateRetVoid();
+  return load_kernel(std::move(mb), name);
+}
+
+} // namespace rlx::jit

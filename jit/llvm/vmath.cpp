@@ -1,0 +1,162 @@
+// jit/llvm/vmath.cpp -- f32 exp, log and tanh as straight-line IR (fma, selects, integer bit
+// operations), so a loop calling them vectorizes to the host's widest registers.
+//
+// Each is a range reduction plus a short polynomial, the classic scheme (Cody & Waite reduction;
+// the polynomial coefficients are the well-known minimax fits of the Cephes single-precision
+// library). Special values are handled by selects: NaN propagates, infinities and zeros give the
+// IEEE results, subnormal inputs and results are exact to the same bound.
+//
+// Accuracy against the correctly rounded result (measured by tests/test_vmath.cpp over a dense
+// sweep of every binade, and asserted there):
+//   exp  <= 1 ulp      log  <= 1 ulp      tanh <= 2 ulp      erf <= 2 ulp
+// sigmoid = 1 / (1 + exp(-|x|)) (and t / (1 + t) for x < 0) composes these: <= 3 ulp.
+// erf's polynomials are fitted by tools/fit/fit_erf.py (numpy/scipy), which also simulates the
+// f32 evaluation.
+#include "llvm/jv.hpp"
+
+#include <limits>
+
+namespace rlx::jit {
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+llvm::Value* c_f32(float v) { return llvm::ConstantFP::get(B().getFloatTy(), double(v)); }
+llvm::Value* c_i32(int32_t v) { return B().getInt32(uint32_t(v)); }
+JV fma(JV a, JV b, JV c) { return intrinsic(llvm::Intrinsic::fma, {a, b, c}); }
+
+/// Horner's scheme with fma: c[0] * x^(n-1) + ... + c[n-1].
+JV horner(JV x, std::initializer_list<float> c) {
+  JV acc = c_f32(*c.begin());
+  for (auto it = c.begin() + 1; it != c.end(); ++it) acc = fma(acc, x, c_f32(*it));
+  return acc;
+}
+
+llvm::Value* bits_of(JV x) { return B().CreateBitCast(x.v, B().getInt32Ty()); }
+JV float_of(llvm::Value* bits) { return B().CreateBitCast(bits, B().getFloatTy()); }
+
+/// 1 / d computed as the hardware's reciprocal estimate refined by Newton steps (the division
+/// carries the `arcp` flag; kernels enable the estimate with the "reciprocal-estimates"
+/// function attribute, see lower_elementwise.cpp): within 1 ulp, several times faster than a
+/// vector division.
+JV recip(JV d) {
+  llvm::IRBuilder<>& b = B();
+  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowReciprocal();
+  fmf.setNoInfs(); // callers pass finite d in [1, 2^28]: the estimate needs no inf handling
+  b.setFastMathFlags(fmf);
+  return b.CreateFDiv(c_f32(1.0f), d.v);
+}
+
+/// 2^k for k in [-126, 127] (an i32), by building the exponent field.
+JV pow2(llvm::Value* k) {
+  llvm::IRBuilder<>& b = B();
+  return float_of(b.CreateShl(b.CreateAdd(k, c_i32(127)), c_i32(23)));
+}
+
+} // namespace
+
+JV exp_f32(JV x) {
+  llvm::IRBuilder<>& b = B();
+  // exp(x) overflows above 88.72284 and rounds to zero below -103.97208 (half the smallest
+  // subnormal); clamping keeps the reduction's integer in range, the selects below give the
+  // IEEE results there.
+  JV xc = intrinsic(llvm::Intrinsic::minnum,
+                    {intrinsic(llvm::Intrinsic::maxnum, {x, c_f32(-104.0f)}), c_f32(89.0f)});
+  // x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two so n * hi is exact.
+  JV n = intrinsic(llvm::Intrinsic::roundeven, {xc * JV(c_f32(1.44269504088896341f))});
+  JV r = fma(n, c_f32(-0.693359375f), xc);
+  r = fma(n, c_f32(2.12194440e-4f), r);
+  // e^r = 1 + r + r^2 P(r).
+  JV p = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                    1.6666665459e-1f, 5.0000001201e-1f});
+  JV er = fma(p, r * r, r) + JV(c_f32(1.0f));
+  // Scale by 2^n in two exact steps, so results near overflow and subnormal results (n in
+  // [-150, 128]) are right: er * 2^n1 is exact, the second product rounds once.
+  llvm::Value* ni = b.CreateFPToSI(n.v, b.getInt32Ty());
+  llvm::Value* n1 = b.CreateAShr(ni, c_i32(1));
+  llvm::Value* n2 = b.CreateSub(ni, n1);
+  JV y = er * pow2(n1) * pow2(n2);
+  y = sel(x > JV(c_f32(88.72283935546875f)), c_f32(kInf), y);
+  y = sel(x < JV(c_f32(-103.972084045410f)), c_f32(0.0f), y);
+  return sel(x != x, x, y);
+}
+
+JV log_f32(JV x) {
+  llvm::IRBuilder<>& b = B();
+  // Subnormals: scale into the normal range first.
+  JV tiny = x < JV(c_f32(0x1p-126f));
+  JV xs = sel(tiny, x * JV(c_f32(0x1p23f)), x);
+  llvm::Value* bits = bits_of(xs);
+  // x = 2^e * m with m in [sqrt(1/2), sqrt(2)), f = m - 1.
+  llvm::Value* e = b.CreateSub(b.CreateLShr(bits, c_i32(23)), c_i32(126));
+  e = b.CreateSub(e, b.CreateSelect(tiny.v, c_i32(23), c_i32(0)));
+  JV m = float_of(b.CreateOr(b.CreateAnd(bits, c_i32(0x007fffff)), c_i32(0x3f000000))); // [.5,1)
+  JV small = m < JV(c_f32(0.707106781186547524f));
+  e = b.CreateSub(e, b.CreateZExt(small.v, b.getInt32Ty()));
+  JV f = sel(small, m + m, m) - JV(c_f32(1.0f));
+  JV ef = b.CreateSIToFP(e, b.getFloatTy());
+  // log(1 + f) = f - f^2/2 + f^3 P(f).
+  JV z = f * f;
+  JV p = horner(f, {7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f,
+                    1.4249322787e-1f, -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f,
+                    3.3333331174e-1f});
+  JV y = f * z * p;
+  y = fma(ef, c_f32(-2.12194440e-4f), y);
+  y = fma(z, c_f32(-0.5f), y);
+  JV r = fma(ef, c_f32(0.693359375f), f + y);
+  r = sel(x == JV(c_f32(kInf)), x, r);
+  r = sel(x == JV(c_f32(0.0f)), c_f32(-kInf), r);
+  return sel(x < JV(c_f32(0.0f)) || x != x, c_f32(kNaN), r);
+}
+
+JV tanh_f32(JV x) {
+  // |x| < 0.625: an odd polynomial, x + x^3 P(x^2); beyond: 1 - 2 / (e^(2|x|) + 1) with the
+  // sign of x.
+  JV a = intrinsic(llvm::Intrinsic::fabs, {x});
+  JV z = x * x;
+  JV p = horner(z, {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
+                    -3.33332819422e-1f});
+  JV small = fma(p * z, x, x);
+  // tanh(9.5) rounds to 1; clamping keeps e^(2|x|) finite for the reciprocal (NaN passes).
+  JV ac = sel(a > JV(c_f32(9.5f)), c_f32(9.5f), a);
+  JV t = exp_f32(ac + ac);
+  JV large = JV(c_f32(1.0f)) - JV(c_f32(2.0f)) * recip(t + JV(c_f32(1.0f)));
+  large = intrinsic(llvm::Intrinsic::copysign, {large, x});
+  return sel(a < JV(c_f32(0.625f)), small, large);
+}
+
+JV sigmoid_f32(JV x) {
+  // t = e^-|x| never overflows; sigmoid = 1 / (1 + t) for x >= 0, t / (1 + t) below.
+  JV t = exp_f32(-intrinsic(llvm::Intrinsic::fabs, {x}));
+  JV r = recip(t + JV(c_f32(1.0f)));
+  return sel(x >= JV(c_f32(0.0f)), r, t * r);
+}
+
+JV erf_f32(JV x) {
+  // Coefficients from tools/fit/fit_erf.py (weighted least squares, relative error).
+  // |x| < 0.875: erf(x) = x + x P(x^2).
+  JV a = intrinsic(llvm::Intrinsic::fabs, {x});
+  JV p = horner(
+      x * x, {-0.0006235148f, 0.005038736f, -0.026796304f, 0.11282608f, -0.3761257f, 0.12837917f});
+  JV small = fma(x, p, x);
+  // Beyond: erf(x) = 1 - e^(-x^2) Q(1/|x|), Q ~ erfc(x) e^(x^2); x^2 = hi + lo exactly (fma),
+  // e^(-hi - lo) ~ e^-hi (1 - lo). erf rounds to 1 from 3.92 on, so |x| is clamped there.
+  JV ac = intrinsic(llvm::Intrinsic::minnum,
+                    {intrinsic(llvm::Intrinsic::maxnum, {a, c_f32(0.875f)}), c_f32(3.92f)});
+  JV u = recip(ac);
+  JV hi = ac * ac;
+  JV lo = fma(ac, ac, -hi);
+  JV e = exp_f32(-hi);
+  e = fma(-e, lo, e);
+  JV q = horner(u, {0.014955603f, -0.09203119f, 0.22668278f, -0.24687555f, -0.010391985f,
+                    0.3685337f, -0.4255056f, 0.03165976f, 0.560358f, 0.00019811938f});
+  JV large = intrinsic(llvm::Intrinsic::copysign, {JV(c_f32(1.0f)) - e * q, x});
+  JV r = sel(a < JV(c_f32(0.875f)), small, large);
+  return sel(x != x, x, r);
+}
+
+} // namespace rlx::jit

@@ -1,0 +1,139 @@
+// tests/test_vmath.cpp -- the accuracy of the JIT's f32 exp, log, tanh, sigmoid and erf
+// (jit/llvm/vmath.cpp) against the interpreter, which computes them in double with libm and
+// rounds once (the correctly rounded result but for rare ties): a sweep over every binade,
+// subnormals and special values included, with the bounds vmath.cpp states.
+#include <rlx/rlx.hpp>
+
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+using rlx::Tensor;
+
+namespace {
+
+/// Floats ordered as integers, so the distance between two finite floats is their ulp distance.
+int64_t ordered(float x) {
+  auto b = std::bit_cast<int32_t>(x);
+  return b < 0 ? int64_t(std::numeric_limits<int32_t>::min()) - b : int64_t(b);
+}
+
+/// The ulp distance, or -1 when the two differ in kind (NaN vs number, inf vs finite).
+int64_t ulps(float got, float want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want) ? 0 : -1;
+  if (std::isinf(got) || std::isinf(want)) return got == want ? 0 : -1;
+  int64_t d = ordered(got) - ordered(want);
+  return d < 0 ? -d : d;
+}
+
+/// Every 257th bit pattern of both signs (all binades, subnormals included), plus the special
+/// values and the edges of each function's ranges.
+std::vector<float> sweep() {
+  std::vector<float> xs;
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += 257) {
+    xs.push_back(std::bit_cast<float>(bits));
+    xs.push_back(-std::bit_cast<float>(bits));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {0.0f,
+                  -0.0f,
+                  inf,
+                  -inf,
+                  std::numeric_limits<float>::quiet_NaN(),
+                  1.0f,
+                  -1.0f,
+                  88.72283935546875f,
+                  88.7228394f,
+                  -87.33654f,
+                  -103.972084f,
+                  -103.97209f,
+                  0.625f,
+                  -0.625f,
+                  0.62499994f,
+                  9.0f,
+                  0x1p-126f,
+                  0x1p-149f,
+                  std::numeric_limits<float>::max(),
+                  0.70710677f,
+                  0.70710683f})
+    xs.push_back(x);
+  return xs;
+}
+
+struct Result {
+  int64_t worst = 0;
+  float worst_x = 0, worst_got = 0, worst_want = 0;
+  int64_t kind_mismatches = 0;
+  std::string first_mismatch;
+};
+
+Result compare(const std::function<Tensor(const Tensor&)>& f, const std::vector<float>& xs) {
+  Tensor x = Tensor::from_vector(xs, {int64_t(xs.size())});
+  rlx::set_default_backend(rlx::Backend::Interp);
+  std::vector<float> want = f(x).to_vector<float>();
+  rlx::set_default_backend(rlx::Backend::Jit);
+  std::vector<float> got = f(x).to_vector<float>();
+  Result r;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    int64_t d = ulps(got[i], want[i]);
+    if (d < 0) {
+      if (r.kind_mismatches++ == 0)
+        r.first_mismatch = "x = " + std::to_string(xs[i]) + ": got " + std::to_string(got[i]) +
+                           ", want " + std::to_string(want[i]);
+    } else if (d > r.worst) {
+      r.worst = d;
+      r.worst_x = xs[i];
+      r.worst_got = got[i];
+      r.worst_want = want[i];
+    }
+  }
+  return r;
+}
+
+void check_bound(const char* name, const std::function<Tensor(const Tensor&)>& f, int64_t bound) {
+  REQUIRE(rlx::backend_available(rlx::Backend::Jit));
+  Result r = compare(f, sweep());
+  INFO(std::string(name), ": worst ", r.worst, " ulp at x = ", r.worst_x, " (got ", r.worst_got,
+       ", want ", r.worst_want, ")");
+  INFO(r.first_mismatch);
+  CHECK(r.kind_mismatches == 0);
+  CHECK(r.worst <= bound);
+  MESSAGE(std::string(name), ": at most ", r.worst, " ulp from the interpreter (bound ", bound,
+          ")");
+}
+
+} // namespace
+
+TEST_CASE("vmath: f32 exp is within 1 ulp of the correctly rounded result") {
+  check_bound("exp", [](const Tensor& x) { return rlx::exp(x); }, 1);
+}
+
+TEST_CASE("vmath: f32 log is within 1 ulp of the correctly rounded result") {
+  check_bound("log", [](const Tensor& x) { return rlx::log(x); }, 1);
+}
+
+TEST_CASE("vmath: f32 tanh is within 2 ulp of the correctly rounded result") {
+  check_bound("tanh", [](const Tensor& x) { return rlx::tanh(x); }, 2);
+}
+
+TEST_CASE("vmath: f32 sigmoid is within 3 ulp of the correctly rounded result") {
+  check_bound("sigmoid", [](const Tensor& x) { return rlx::sigmoid(x); }, 3);
+}
+
+TEST_CASE("vmath: f32 erf is within 2 ulp of the correctly rounded result") {
+  check_bound("erf", [](const Tensor& x) { return rlx::erf(x); }, 2);
+}
+
+TEST_CASE("vmath: the ulp measure counts neighbours and tells kinds apart") {
+  CHECK(ulps(1.0f, std::nextafter(1.0f, 2.0f)) == 1);
+  CHECK(ulps(0.0f, -0.0f) == 0);
+  CHECK(ulps(0x1p-149f, -0x1p-149f) == 2);
+  CHECK(ulps(std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max()) == -1);
+  CHECK(ulps(std::numeric_limits<float>::quiet_NaN(), 1.0f) == -1);
+}
