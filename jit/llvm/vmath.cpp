@@ -1,5 +1,5 @@
-// jit/llvm/vmath.cpp -- f32 exp, log and tanh as straight-line IR (fma, selects, integer bit
-// operations), so a loop calling them vectorizes to the host's widest registers.
+// jit/llvm/vmath.cpp -- f32 exp, log, tanh, sigmoid and erf as straight-line IR (fma, selects,
+// integer bit operations), so a loop calling them vectorizes to the host's widest registers.
 //
 // Each is a range reduction plus a short polynomial, the classic scheme (Cody & Waite reduction;
 // the polynomial coefficients are the well-known minimax fits of the Cephes single-precision
@@ -57,29 +57,37 @@ JV pow2(llvm::Value* k) {
   return float_of(b.CreateShl(b.CreateAdd(k, c_i32(127)), c_i32(23)));
 }
 
-} // namespace
-
-JV exp_f32(JV x) {
+/// e^x for x in [-104, 89] or NaN (the callers clamp or know the range): x = n ln2 + r with
+/// |r| <= ln2 / 2 (ln2 split in two so n * hi is exact), e^r = 1 + r + r^2 P(r), scaled by 2^n.
+/// n comes from the "magic number" rounding: x log2e + 1.5 * 2^23 rounds to nearest even with
+/// n in its low mantissa bits, so no float-to-int conversion is needed (and a NaN stays a
+/// plain NaN, never a poison value). `wide` scales in two exact steps, for results near
+/// overflow or subnormal (n in [-150, 128]); otherwise n must be in [-126, 127].
+JV exp_core(JV x, bool wide) {
   llvm::IRBuilder<>& b = B();
-  // exp(x) overflows above 88.72284 and rounds to zero below -103.97208 (half the smallest
-  // subnormal); clamping keeps the reduction's integer in range, the selects below give the
-  // IEEE results there.
-  JV xc = intrinsic(llvm::Intrinsic::minnum,
-                    {intrinsic(llvm::Intrinsic::maxnum, {x, c_f32(-104.0f)}), c_f32(89.0f)});
-  // x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two so n * hi is exact.
-  JV n = intrinsic(llvm::Intrinsic::roundeven, {xc * JV(c_f32(1.44269504088896341f))});
-  JV r = fma(n, c_f32(-0.693359375f), xc);
+  const float magic = 12582912.0f; // 1.5 * 2^23
+  JV t = fma(x, c_f32(1.44269504088896341f), c_f32(magic));
+  JV n = t - JV(c_f32(magic));
+  JV r = fma(n, c_f32(-0.693359375f), x);
   r = fma(n, c_f32(2.12194440e-4f), r);
-  // e^r = 1 + r + r^2 P(r).
   JV p = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                     1.6666665459e-1f, 5.0000001201e-1f});
   JV er = fma(p, r * r, r) + JV(c_f32(1.0f));
-  // Scale by 2^n in two exact steps, so results near overflow and subnormal results (n in
-  // [-150, 128]) are right: er * 2^n1 is exact, the second product rounds once.
-  llvm::Value* ni = b.CreateFPToSI(n.v, b.getInt32Ty());
+  llvm::Value* ni = b.CreateSub(bits_of(t), bits_of(c_f32(magic)));
+  if (!wide) return er * pow2(ni);
   llvm::Value* n1 = b.CreateAShr(ni, c_i32(1));
   llvm::Value* n2 = b.CreateSub(ni, n1);
-  JV y = er * pow2(n1) * pow2(n2);
+  return er * pow2(n1) * pow2(n2);
+}
+
+} // namespace
+
+JV exp_f32(JV x) {
+  // exp(x) overflows above 88.72284 and rounds to zero below -103.97208 (half the smallest
+  // subnormal); clamping keeps the reduction in range, the selects give the IEEE results.
+  JV xc = intrinsic(llvm::Intrinsic::minnum,
+                    {intrinsic(llvm::Intrinsic::maxnum, {x, c_f32(-104.0f)}), c_f32(89.0f)});
+  JV y = exp_core(xc, /*wide=*/true);
   y = sel(x > JV(c_f32(88.72283935546875f)), c_f32(kInf), y);
   y = sel(x < JV(c_f32(-103.972084045410f)), c_f32(0.0f), y);
   return sel(x != x, x, y);
@@ -123,7 +131,7 @@ JV tanh_f32(JV x) {
   JV small = fma(p * z, x, x);
   // tanh(9.5) rounds to 1; clamping keeps e^(2|x|) finite for the reciprocal (NaN passes).
   JV ac = sel(a > JV(c_f32(9.5f)), c_f32(9.5f), a);
-  JV t = exp_f32(ac + ac);
+  JV t = exp_core(ac + ac, /*wide=*/false); // 2|x| in [0, 19], or NaN
   JV large = JV(c_f32(1.0f)) - JV(c_f32(2.0f)) * recip(t + JV(c_f32(1.0f)));
   large = intrinsic(llvm::Intrinsic::copysign, {large, x});
   return sel(a < JV(c_f32(0.625f)), small, large);
@@ -131,7 +139,9 @@ JV tanh_f32(JV x) {
 
 JV sigmoid_f32(JV x) {
   // t = e^-|x| never overflows; sigmoid = 1 / (1 + t) for x >= 0, t / (1 + t) below.
-  JV t = exp_f32(-intrinsic(llvm::Intrinsic::fabs, {x}));
+  // e^-|x| below -104 is 0 (clamped with a select, so NaN passes).
+  JV m = -intrinsic(llvm::Intrinsic::fabs, {x});
+  JV t = exp_core(sel(m < JV(c_f32(-104.0f)), c_f32(-104.0f), m), /*wide=*/true);
   JV r = recip(t + JV(c_f32(1.0f)));
   return sel(x >= JV(c_f32(0.0f)), r, t * r);
 }
@@ -150,7 +160,7 @@ JV erf_f32(JV x) {
   JV u = recip(ac);
   JV hi = ac * ac;
   JV lo = fma(ac, ac, -hi);
-  JV e = exp_f32(-hi);
+  JV e = exp_core(-hi, /*wide=*/false); // -x^2 in [-15.4, -0.76]
   e = fma(-e, lo, e);
   JV q = horner(u, {0.014955603f, -0.09203119f, 0.22668278f, -0.24687555f, -0.010391985f,
                     0.3685337f, -0.4255056f, 0.03165976f, 0.560358f, 0.00019811938f});
