@@ -116,8 +116,9 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     std::lock_guard lock(st.stats_mu);
     ++st.stats.calls;
   }
-  for (std::size_t i = 0; i < args.size(); ++i)
-    check_defined(args[i], "rlx::jit argument " + std::to_string(i), Loc::current());
+  for (std::size_t i = 0; i < args.size(); ++i) // the message is built only for a failure
+    if (!args[i].defined())
+      check_defined(args[i], "rlx::jit argument " + std::to_string(i), Loc::current());
   // Inside another trace: trace through (the outer jit compiles the whole thing).
   for (const Tensor& a : args)
     if (a.is_traced()) return body(args);
