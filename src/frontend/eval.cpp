@@ -96,10 +96,13 @@ void materialize(std::span<const std::shared_ptr<TensorImpl>> roots, const Loc& 
   Extracted ex;
   {
     std::lock_guard lock(eval_mutex());
+    bool all_computed = true;
     for (const auto& r : roots) {
       RLX_CHECK(r != nullptr, "materialize of an undefined tensor");
       if (r->trace != 0) fail_traced_read(Tensor(r), "eval", loc);
+      all_computed = all_computed && r->buffer != nullptr;
     }
+    if (all_computed) return; // nothing pending: no graph to build (every rlx::jit call evals)
     ex = extract(roots);
   }
   if (ex.outputs.empty()) return;
