@@ -267,16 +267,8 @@ NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   bool generic = layout.inner == numel;
   llvm::Value* inner = generic ? end : b.getInt64(uint64_t(layout.inner));
 
-  auto* entry = llvm::BasicBlock::Create(ctx, "entry", body_fn);
-  auto* rows = llvm::BasicBlock::Create(ctx, "rows", body_fn);
-  auto* row = llvm::BasicBlock::Create(ctx, "row", body_fn);
-  auto* elems = llvm::BasicBlock::Create(ctx, "elems", body_fn);
-  auto* elem = llvm::BasicBlock::Create(ctx, "elem", body_fn);
-  auto* row_done = llvm::BasicBlock::Create(ctx, "row_done", body_fn);
-  auto* exit = llvm::BasicBlock::Create(ctx, "exit", body_fn);
-
   // Rows [begin / inner, ceil(end / inner)), each clipped to [begin, end).
-  b.SetInsertPoint(entry);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body_fn));
   llvm::Value* r_begin = nullptr;
   llvm::Value* r_end = nullptr;
   if (generic) { // one row: [0, 1) when the range is not empty
@@ -286,69 +278,52 @@ NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std:
     r_begin = b.CreateUDiv(begin, inner);
     r_end = b.CreateUDiv(b.CreateAdd(end, b.getInt64(uint64_t(layout.inner - 1))), inner);
   }
-  b.CreateBr(rows);
-
-  b.SetInsertPoint(rows);
-  llvm::PHINode* r = b.CreatePHI(i64, 2, "r");
-  r->addIncoming(r_begin, entry);
-  b.CreateCondBr(b.CreateICmpULT(r, r_end), row, exit);
-
-  b.SetInsertPoint(row);
-  llvm::Value* row_start = b.CreateMul(r, inner, "", true, true);
-  llvm::Value* c_begin = b.CreateIntrinsic(llvm::Intrinsic::smax, {i64},
-                                           {b.CreateSub(begin, row_start), b.getInt64(0)});
-  llvm::Value* c_end =
-      b.CreateIntrinsic(llvm::Intrinsic::smin, {i64}, {b.CreateSub(end, row_start), inner});
-  std::vector<llvm::Value*> row_offset(k.inputs.size(), nullptr);
-  for (std::size_t j = 0; j < k.inputs.size(); ++j)
-    if (!inline_constant(g.node(k.buffers[j])))
-      row_offset[j] = broadcast_index(row_start, operand_shapes[j], k.shape);
-  b.CreateBr(elems);
-
-  b.SetInsertPoint(elems);
-  llvm::PHINode* c = b.CreatePHI(i64, 2, "c");
-  c->addIncoming(c_begin, row);
-  b.CreateCondBr(b.CreateICmpSLT(c, c_end), elem, row_done);
-
-  b.SetInsertPoint(elem);
-  std::unordered_map<uint32_t, llvm::Value*> values; // each node's value as held for its dtype
-  for (std::size_t j = 0; j < k.inputs.size(); ++j) {
-    uint32_t id = k.inputs[j].index;
-    if (!row_offset[j]) {
-      values.emplace(id, constant_value(g.node(k.buffers[j])));
-      continue;
-    }
-    DType t = k.read_shapes[j].dtype();
-    llvm::Value* idx = layout.contiguous[j] ? b.CreateAdd(row_offset[j], c) : row_offset[j];
-    llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(j)), idx);
-    values.emplace(id, from_storage(b.CreateLoad(storage_type(t), p), t));
-  }
-  llvm::Value* out_idx = b.CreateAdd(row_start, c);
-  std::size_t out_slot = k.inputs.size();
-  for (ir::NodeId id : k.nodes) {
-    const ir::Node& n = g.node(id);
-    llvm::Type* cty = compute_type(g, n);
-    t_emit.fty = cty;
-    std::vector<JV> ins;
-    for (ir::NodeId in : n.inputs)
-      ins.push_back(to_compute(values.at(in.index), g.shape(in).dtype(), cty));
-    DType t = n.shape.dtype();
-    llvm::Value* v = from_compute(apply_rule(n, ins), t);
-    values.emplace(id.index, v);
-    if (std::find(k.outputs.begin(), k.outputs.end(), id) != k.outputs.end()) {
-      llvm::Value* p =
-          b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(out_slot++)), out_idx);
-      b.CreateStore(to_storage(v, t), p);
-    }
-  }
-  c->addIncoming(b.CreateAdd(c, b.getInt64(1), "", true, true), elem);
-  b.CreateBr(elems);
-
-  b.SetInsertPoint(row_done);
-  r->addIncoming(b.CreateAdd(r, b.getInt64(1), "", true, true), row_done);
-  b.CreateBr(rows);
-
-  b.SetInsertPoint(exit);
+  using Vals = std::vector<llvm::Value*>;
+  emit_loop(r_begin, r_end, {}, [&](llvm::Value* r, Vals) {
+    llvm::Value* row_start = b.CreateMul(r, inner, "", true, true);
+    llvm::Value* c_begin = b.CreateIntrinsic(llvm::Intrinsic::smax, {i64},
+                                             {b.CreateSub(begin, row_start), b.getInt64(0)});
+    llvm::Value* c_end =
+        b.CreateIntrinsic(llvm::Intrinsic::smin, {i64}, {b.CreateSub(end, row_start), inner});
+    std::vector<llvm::Value*> row_offset(k.inputs.size(), nullptr);
+    for (std::size_t j = 0; j < k.inputs.size(); ++j)
+      if (!inline_constant(g.node(k.buffers[j])))
+        row_offset[j] = broadcast_index(row_start, operand_shapes[j], k.shape);
+    emit_loop(c_begin, c_end, {}, [&](llvm::Value* c, Vals) {
+      std::unordered_map<uint32_t, llvm::Value*> values; // each node's value as held for its dtype
+      for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+        uint32_t id = k.inputs[j].index;
+        if (!row_offset[j]) {
+          values.emplace(id, constant_value(g.node(k.buffers[j])));
+          continue;
+        }
+        DType t = k.read_shapes[j].dtype();
+        llvm::Value* idx = layout.contiguous[j] ? b.CreateAdd(row_offset[j], c) : row_offset[j];
+        llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(j)), idx);
+        values.emplace(id, from_storage(b.CreateLoad(storage_type(t), p), t));
+      }
+      llvm::Value* out_idx = b.CreateAdd(row_start, c);
+      std::size_t out_slot = k.inputs.size();
+      for (ir::NodeId id : k.nodes) {
+        const ir::Node& n = g.node(id);
+        llvm::Type* cty = compute_type(g, n);
+        t_emit.fty = cty;
+        std::vector<JV> ins;
+        for (ir::NodeId in : n.inputs)
+          ins.push_back(to_compute(values.at(in.index), g.shape(in).dtype(), cty));
+        DType t = n.shape.dtype();
+        llvm::Value* v = from_compute(apply_rule(n, ins), t);
+        values.emplace(id.index, v);
+        if (std::find(k.outputs.begin(), k.outputs.end(), id) != k.outputs.end()) {
+          llvm::Value* p =
+              b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(out_slot++)), out_idx);
+          b.CreateStore(to_storage(v, t), p);
+        }
+      }
+      return Vals{};
+    });
+    return Vals{};
+  });
   b.CreateRetVoid();
   return load_kernel(std::move(mb), name);
 }

@@ -99,41 +99,6 @@ int64_t row_len(const ir::Graph& g, const ir::Node& n) {
   return len;
 }
 
-/// A counted loop [from, to) in the current function: body(i) emits into the loop body; the
-/// loop carries `init` values (phis) updated by what body returns. Returns their final values.
-std::vector<llvm::Value*> emit_loop(
-    llvm::Value* from, llvm::Value* to, std::vector<llvm::Value*> init,
-    const std::function<std::vector<llvm::Value*>(llvm::Value*, std::vector<llvm::Value*>)>& body) {
-  llvm::IRBuilder<>& b = B();
-  llvm::Function* fn = b.GetInsertBlock()->getParent();
-  llvm::LLVMContext& ctx = b.getContext();
-  llvm::BasicBlock* pre = b.GetInsertBlock();
-  auto* head = llvm::BasicBlock::Create(ctx, "head", fn);
-  auto* loop = llvm::BasicBlock::Create(ctx, "loop", fn);
-  auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
-  b.CreateBr(head);
-  b.SetInsertPoint(head);
-  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, "i");
-  i->addIncoming(from, pre);
-  std::vector<llvm::PHINode*> carried;
-  std::vector<llvm::Value*> cur;
-  for (llvm::Value* v : init) {
-    llvm::PHINode* p = b.CreatePHI(v->getType(), 2);
-    p->addIncoming(v, pre);
-    carried.push_back(p);
-    cur.push_back(p);
-  }
-  b.CreateCondBr(b.CreateICmpSLT(i, to), loop, done);
-  b.SetInsertPoint(loop);
-  std::vector<llvm::Value*> next = body(i, cur);
-  llvm::BasicBlock* latch = b.GetInsertBlock();
-  i->addIncoming(b.CreateAdd(i, b.getInt64(1), "", true, true), latch);
-  for (std::size_t k = 0; k < carried.size(); ++k) carried[k]->addIncoming(next[k], latch);
-  b.CreateBr(head);
-  b.SetInsertPoint(done);
-  return cur;
-}
-
 llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
   llvm::IRBuilder<>& bld = B();
   llvm::IRBuilderBase::FastMathFlagGuard keep(bld);
