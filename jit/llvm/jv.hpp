@@ -3,6 +3,9 @@
 //
 // A rule computes in one floating-point type, the "compute type" the lowering chooses per node
 // (EmitContext::fty): f32 when the node and all its operands are f32 or bool, f64 otherwise.
+// In vector mode (EmitContext::lanes > 0) every value is a vector of that many lanes and the
+// same rules emit vector IR; a math function without a vector implementation is then called
+// lane by lane (and EmitContext::scalarized says so, so the lowering can choose scalar code).
 // Literals in the rules (V(0.5), V(1)) become constants of that type. The operators carry no
 // fast-math flags: + - * / and sqrt round exactly as the interpreter's (which computes in double
 // and rounds once; for these operations that gives the same f32 result). exp, log, tanh,
@@ -23,8 +26,15 @@ struct EmitContext {
   llvm::IRBuilder<>* b = nullptr;
   llvm::Module* m = nullptr;
   llvm::Type* fty = nullptr;
+  unsigned lanes = 0;      ///< 0: scalar values; else vectors of this many lanes
+  bool scalarized = false; ///< set when a vector math call had to run lane by lane
 };
 inline thread_local EmitContext t_emit;
+
+/// The type of a value whose lanes are `scalar` (the scalar itself outside vector mode).
+inline llvm::Type* lanes_of(llvm::Type* scalar) {
+  return t_emit.lanes ? llvm::FixedVectorType::get(scalar, t_emit.lanes) : scalar;
+}
 
 struct JV {
   llvm::Value* v;
@@ -32,7 +42,7 @@ struct JV {
   JV(double d) : v(llvm::ConstantFP::get(t_emit.fty, d)) {}
   JV(float f) : JV(double(f)) {}
   JV(int i) : JV(double(i)) {}
-  bool is_f32() const { return v->getType()->isFloatTy(); }
+  bool is_f32() const { return v->getType()->getScalarType()->isFloatTy(); }
 };
 
 inline llvm::IRBuilder<>& B() { return *t_emit.b; }
@@ -61,18 +71,32 @@ inline JV intrinsic(llvm::Intrinsic::ID id, std::initializer_list<JV> args) {
   return B().CreateIntrinsic(id, {vs.front()->getType()}, vs);
 }
 /// A call of a libm function double(double...); f32 operands are widened and the result
-/// rounded, as the interpreter computes them, so results agree bit for bit.
+/// rounded, as the interpreter computes them, so results agree bit for bit. Vectors are
+/// computed lane by lane.
 inline JV libm(const char* name, std::initializer_list<JV> args) {
   llvm::IRBuilder<>& b = B();
   llvm::Type* dty = b.getDoubleTy();
   std::vector<llvm::Type*> types(args.size(), dty);
-  auto* fty = llvm::FunctionType::get(dty, types, false);
-  llvm::FunctionCallee f = t_emit.m->getOrInsertFunction(name, fty);
-  std::vector<llvm::Value*> vs;
+  llvm::FunctionCallee f =
+      t_emit.m->getOrInsertFunction(name, llvm::FunctionType::get(dty, types, false));
   llvm::Type* ty = args.begin()->v->getType();
-  for (JV a : args) vs.push_back(ty == dty ? a.v : b.CreateFPExt(a.v, dty));
-  llvm::Value* r = b.CreateCall(f, vs);
-  return ty == dty ? r : b.CreateFPTrunc(r, ty);
+  llvm::Type* sty = ty->getScalarType();
+  auto call = [&](unsigned lane, bool vector) {
+    std::vector<llvm::Value*> vs;
+    for (JV a : args) {
+      llvm::Value* x = vector ? b.CreateExtractElement(a.v, uint64_t(lane)) : a.v;
+      vs.push_back(sty == dty ? x : b.CreateFPExt(x, dty));
+    }
+    llvm::Value* r = b.CreateCall(f, vs);
+    return sty == dty ? r : b.CreateFPTrunc(r, sty);
+  };
+  auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(ty);
+  if (!vty) return call(0, false);
+  t_emit.scalarized = true;
+  llvm::Value* out = llvm::PoisonValue::get(ty);
+  for (unsigned lane = 0; lane < vty->getNumElements(); ++lane)
+    out = b.CreateInsertElement(out, call(lane, true), uint64_t(lane));
+  return out;
 }
 
 // Vector-friendly f32 implementations (jit/llvm/vmath.cpp): straight-line code of fma,

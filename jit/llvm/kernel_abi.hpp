@@ -57,11 +57,13 @@ inline llvm::Function* define_kernel(llvm::Module& m, llvm::IRBuilder<>& b, cons
   return body;
 }
 
-/// A counted loop [from, to) in the current function: body(i) emits into the loop body; the
-/// loop carries `init` values (phis) updated by what body returns. Returns their final values.
+/// A counted loop over i = from, from + step, ... while i < to, in the current function:
+/// body(i) emits into the loop body; the loop carries `init` values (phis) updated by what body
+/// returns. Returns their final values.
 inline std::vector<llvm::Value*> emit_loop(
     llvm::Value* from, llvm::Value* to, std::vector<llvm::Value*> init,
-    const std::function<std::vector<llvm::Value*>(llvm::Value*, std::vector<llvm::Value*>)>& body) {
+    const std::function<std::vector<llvm::Value*>(llvm::Value*, std::vector<llvm::Value*>)>& body,
+    int64_t step = 1) {
   llvm::IRBuilder<>& b = B();
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& ctx = b.getContext();
@@ -85,7 +87,7 @@ inline std::vector<llvm::Value*> emit_loop(
   b.SetInsertPoint(loop);
   std::vector<llvm::Value*> next = body(i, cur);
   llvm::BasicBlock* latch = b.GetInsertBlock();
-  i->addIncoming(b.CreateAdd(i, b.getInt64(1), "", true, true), latch);
+  i->addIncoming(b.CreateAdd(i, b.getInt64(uint64_t(step)), "", true, true), latch);
   for (std::size_t k = 0; k < carried.size(); ++k) carried[k]->addIncoming(next[k], latch);
   b.CreateBr(head);
   b.SetInsertPoint(done);

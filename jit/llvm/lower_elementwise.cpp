@@ -55,7 +55,7 @@ llvm::Type* compute_type(const ir::Graph& g, const ir::Node& n) {
   auto narrow = [](DType t) { return t == DType::F32 || t == DType::Bool; };
   bool f32 = narrow(n.shape.dtype());
   for (ir::NodeId in : n.inputs) f32 = f32 && narrow(g.shape(in).dtype());
-  return f32 ? B().getFloatTy() : B().getDoubleTy();
+  return lanes_of(f32 ? B().getFloatTy() : B().getDoubleTy());
 }
 
 /// A value held as dtype t (f32: float, f64: double, bool: i1, i32: i32) in compute type cty.
@@ -80,13 +80,14 @@ llvm::Value* from_compute(JV x, DType t) {
   llvm::IRBuilder<>& b = B();
   switch (t) {
   case DType::F32:
-    return x.is_f32() ? x.v : b.CreateFPTrunc(x.v, b.getFloatTy());
+    return x.is_f32() ? x.v : b.CreateFPTrunc(x.v, lanes_of(b.getFloatTy()));
   case DType::F64:
     return x.v;
   case DType::Bool:
     return b.CreateFCmpUNE(x.v, llvm::ConstantFP::get(x.v->getType(), 0.0));
   case DType::I32:
-    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt32Ty(), x.v->getType()}, {x.v});
+    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat,
+                             {lanes_of(b.getInt32Ty()), x.v->getType()}, {x.v});
   default:
     throw InternalError("jit: cannot store a non-native dtype");
   }
@@ -94,10 +95,10 @@ llvm::Value* from_compute(JV x, DType t) {
 
 /// A loaded element (storage type) as the value held for dtype t, and back.
 llvm::Value* from_storage(llvm::Value* v, DType t) {
-  return t == DType::Bool ? B().CreateICmpNE(v, B().getInt8(0)) : v;
+  return t == DType::Bool ? B().CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0)) : v;
 }
 llvm::Value* to_storage(llvm::Value* v, DType t) {
-  return t == DType::Bool ? B().CreateZExt(v, B().getInt8Ty()) : v;
+  return t == DType::Bool ? B().CreateZExt(v, lanes_of(B().getInt8Ty())) : v;
 }
 
 /// The scalar rule of an element-wise node on f64 operands.
@@ -171,13 +172,13 @@ llvm::Value* constant_value(const ir::Node& n) {
   llvm::IRBuilder<>& b = B();
   switch (n.shape.dtype()) {
   case DType::F32:
-    return llvm::ConstantFP::get(b.getFloatTy(), double(float(v)));
+    return llvm::ConstantFP::get(lanes_of(b.getFloatTy()), double(float(v)));
   case DType::F64:
-    return llvm::ConstantFP::get(b.getDoubleTy(), v);
+    return llvm::ConstantFP::get(lanes_of(b.getDoubleTy()), v);
   case DType::Bool:
-    return b.getInt1(v != 0);
+    return llvm::ConstantInt::get(lanes_of(b.getInt1Ty()), v != 0);
   case DType::I32:
-    return b.getInt32(uint32_t(int32_t(v)));
+    return llvm::ConstantInt::get(lanes_of(b.getInt32Ty()), uint64_t(uint32_t(int32_t(v))));
   default:
     throw InternalError("jit: a constant of a non-native dtype");
   }
@@ -243,11 +244,17 @@ bool lowers_natively(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
-NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std::string& name) {
+namespace {
+
+/// The kernel's module with values of `lanes` lanes (0: scalar code the loop vectorizer may
+/// widen). Vector kernels run each row in steps of `lanes` elements; the last step of a row
+/// loads and stores under a mask, so no scalar remainder loop exists.
+ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std::string& name,
+                               unsigned lanes) {
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
-  t_emit = EmitContext{&builder, mb.module.get(), builder.getDoubleTy()};
+  t_emit = EmitContext{&builder, mb.module.get(), builder.getDoubleTy(), lanes, false};
   llvm::IRBuilder<>& b = builder;
   auto* i64 = b.getInt64Ty();
   std::size_t n_bufs = k.inputs.size() + k.outputs.size();
@@ -278,53 +285,161 @@ NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std:
     r_begin = b.CreateUDiv(begin, inner);
     r_end = b.CreateUDiv(b.CreateAdd(end, b.getInt64(uint64_t(layout.inner - 1))), inner);
   }
+  auto element_ptr = [&](unsigned arg, DType t, llvm::Value* idx) {
+    return b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(arg), idx);
+  };
+  auto align = [&](DType t) {
+    return llvm::Align(mb.module->getDataLayout().getTypeStoreSize(storage_type(t)));
+  };
   using Vals = std::vector<llvm::Value*>;
+  // Vector kernels run a row in full vectors; the last one is shifted back to end at the row's
+  // end (recomputing a few elements: outputs never alias inputs). A row shorter than a vector
+  // runs in stack copies padded to a vector. So every access is a plain vector load or store
+  // and the body exists once (compile time grows with code size).
+  const unsigned width = lanes ? lanes : 1;
+  std::vector<llvm::Value*> pad_in(k.inputs.size(), nullptr), pad_out(k.outputs.size(), nullptr);
+  if (lanes) {
+    auto vec_bytes = [&](DType t) {
+      return llvm::ArrayType::get(b.getInt8Ty(), lanes * align(t).value());
+    };
+    for (std::size_t j = 0; j < k.inputs.size(); ++j)
+      if (layout.contiguous[j] && !inline_constant(g.node(k.buffers[j])))
+        pad_in[j] = b.CreateAlloca(vec_bytes(k.read_shapes[j].dtype()));
+    for (std::size_t o = 0; o < k.outputs.size(); ++o)
+      pad_out[o] = b.CreateAlloca(vec_bytes(g.shape(k.outputs[o]).dtype()));
+    for (llvm::Value* p : pad_in)
+      if (p) llvm::cast<llvm::AllocaInst>(p)->setAlignment(llvm::Align(64));
+    for (llvm::Value* p : pad_out) llvm::cast<llvm::AllocaInst>(p)->setAlignment(llvm::Align(64));
+  }
   emit_loop(r_begin, r_end, {}, [&](llvm::Value* r, Vals) {
     llvm::Value* row_start = b.CreateMul(r, inner, "", true, true);
     llvm::Value* c_begin = b.CreateIntrinsic(llvm::Intrinsic::smax, {i64},
                                              {b.CreateSub(begin, row_start), b.getInt64(0)});
     llvm::Value* c_end =
         b.CreateIntrinsic(llvm::Intrinsic::smin, {i64}, {b.CreateSub(end, row_start), inner});
-    std::vector<llvm::Value*> row_offset(k.inputs.size(), nullptr);
-    for (std::size_t j = 0; j < k.inputs.size(); ++j)
-      if (!inline_constant(g.node(k.buffers[j])))
-        row_offset[j] = broadcast_index(row_start, operand_shapes[j], k.shape);
-    emit_loop(c_begin, c_end, {}, [&](llvm::Value* c, Vals) {
-      std::unordered_map<uint32_t, llvm::Value*> values; // each node's value as held for its dtype
-      for (std::size_t j = 0; j < k.inputs.size(); ++j) {
-        uint32_t id = k.inputs[j].index;
-        if (!row_offset[j]) {
-          values.emplace(id, constant_value(g.node(k.buffers[j])));
-          continue;
-        }
-        DType t = k.read_shapes[j].dtype();
-        llvm::Value* idx = layout.contiguous[j] ? b.CreateAdd(row_offset[j], c) : row_offset[j];
-        llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(j)), idx);
-        values.emplace(id, from_storage(b.CreateLoad(storage_type(t), p), t));
+    llvm::Value* len = b.CreateSub(c_end, c_begin);
+    // Operands constant along the row: inline constants, or one element read per row; the
+    // others are read from `in_base[j]` on, the outputs written from `out_base[o]` on.
+    std::unordered_map<uint32_t, llvm::Value*> row_values;
+    std::vector<llvm::Value*> in_base(k.inputs.size(), nullptr), out_base;
+    for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+      uint32_t id = k.inputs[j].index;
+      const ir::Node& src = g.node(k.buffers[j]);
+      if (inline_constant(src)) {
+        row_values.emplace(id, constant_value(src));
+        continue;
       }
-      llvm::Value* out_idx = b.CreateAdd(row_start, c);
-      std::size_t out_slot = k.inputs.size();
-      for (ir::NodeId id : k.nodes) {
-        const ir::Node& n = g.node(id);
-        llvm::Type* cty = compute_type(g, n);
-        t_emit.fty = cty;
-        std::vector<JV> ins;
-        for (ir::NodeId in : n.inputs)
-          ins.push_back(to_compute(values.at(in.index), g.shape(in).dtype(), cty));
-        DType t = n.shape.dtype();
-        llvm::Value* v = from_compute(apply_rule(n, ins), t);
-        values.emplace(id.index, v);
-        if (std::find(k.outputs.begin(), k.outputs.end(), id) != k.outputs.end()) {
-          llvm::Value* p =
-              b.CreateInBoundsGEP(storage_type(t), body_fn->getArg(unsigned(out_slot++)), out_idx);
-          b.CreateStore(to_storage(v, t), p);
-        }
+      DType t = k.read_shapes[j].dtype();
+      llvm::Value* offset = broadcast_index(row_start, operand_shapes[j], k.shape);
+      if (layout.contiguous[j]) {
+        in_base[j] = element_ptr(unsigned(j), t, b.CreateAdd(offset, c_begin));
+        continue;
       }
-      return Vals{};
-    });
+      llvm::Value* x = b.CreateLoad(storage_type(t), element_ptr(unsigned(j), t, offset));
+      if (lanes) x = b.CreateVectorSplat(lanes, x);
+      row_values.emplace(id, from_storage(x, t));
+    }
+    for (std::size_t o = 0; o < k.outputs.size(); ++o)
+      out_base.push_back(element_ptr(unsigned(k.inputs.size() + o), g.shape(k.outputs[o]).dtype(),
+                                     b.CreateAdd(row_start, c_begin)));
+    llvm::Value* n_steps = len; // elements the loop covers
+    std::vector<llvm::Value*> out_real;
+    llvm::Value* is_short = nullptr;
+    if (lanes) { // a short row: copy into the padded stack copies and run one vector there
+      is_short = b.CreateICmpSLT(len, b.getInt64(lanes));
+      llvm::BasicBlock* pre = b.GetInsertBlock();
+      llvm::Function* fn = pre->getParent();
+      auto* copy_in = llvm::BasicBlock::Create(ctx, "copy_in", fn);
+      auto* go = llvm::BasicBlock::Create(ctx, "go", fn);
+      b.CreateCondBr(is_short, copy_in, go);
+      b.SetInsertPoint(copy_in);
+      for (std::size_t j = 0; j < k.inputs.size(); ++j)
+        if (in_base[j]) {
+          DType t = k.read_shapes[j].dtype();
+          b.CreateMemCpy(pad_in[j], llvm::Align(64), in_base[j], align(t),
+                         b.CreateMul(len, b.getInt64(align(t).value())));
+        }
+      b.CreateBr(go);
+      b.SetInsertPoint(go);
+      auto pick = [&](llvm::Value* padded, llvm::Value* real) {
+        llvm::PHINode* phi = b.CreatePHI(real->getType(), 2);
+        phi->addIncoming(padded, copy_in);
+        phi->addIncoming(real, pre);
+        return phi;
+      };
+      for (std::size_t j = 0; j < k.inputs.size(); ++j)
+        if (in_base[j]) in_base[j] = pick(pad_in[j], in_base[j]);
+      std::vector<llvm::Value*> real_out = out_base;
+      for (std::size_t o = 0; o < k.outputs.size(); ++o)
+        out_base[o] = pick(pad_out[o], out_base[o]);
+      n_steps = pick(b.getInt64(lanes), len);
+      out_real = real_out; // copy_out writes a short row's results there
+    }
+    emit_loop(
+        b.getInt64(0), n_steps, {},
+        [&](llvm::Value* c, Vals) {
+          if (lanes) // the last vector ends at the row's end
+            c = b.CreateIntrinsic(llvm::Intrinsic::smin, {i64},
+                                  {c, b.CreateSub(n_steps, b.getInt64(lanes))});
+          std::unordered_map<uint32_t, llvm::Value*> values = row_values;
+          for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+            if (!in_base[j]) continue;
+            DType t = k.read_shapes[j].dtype();
+            llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), in_base[j], c);
+            values.emplace(
+                k.inputs[j].index,
+                from_storage(b.CreateAlignedLoad(lanes_of(storage_type(t)), p, align(t)), t));
+          }
+          unsigned out_slot = 0;
+          for (ir::NodeId id : k.nodes) {
+            const ir::Node& n = g.node(id);
+            llvm::Type* cty = compute_type(g, n);
+            t_emit.fty = cty;
+            std::vector<JV> ins;
+            for (ir::NodeId in : n.inputs)
+              ins.push_back(to_compute(values.at(in.index), g.shape(in).dtype(), cty));
+            DType t = n.shape.dtype();
+            llvm::Value* v = from_compute(apply_rule(n, ins), t);
+            values.emplace(id.index, v);
+            if (std::find(k.outputs.begin(), k.outputs.end(), id) == k.outputs.end()) continue;
+            llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), out_base[out_slot++], c);
+            b.CreateAlignedStore(to_storage(v, t), p, align(t));
+          }
+          return Vals{};
+        },
+        width);
+    if (lanes) {
+      llvm::Function* fn = b.GetInsertBlock()->getParent();
+      auto* copy_out = llvm::BasicBlock::Create(ctx, "copy_out", fn);
+      auto* next = llvm::BasicBlock::Create(ctx, "next", fn);
+      b.CreateCondBr(is_short, copy_out, next);
+      b.SetInsertPoint(copy_out);
+      for (std::size_t o = 0; o < k.outputs.size(); ++o) {
+        DType t = g.shape(k.outputs[o]).dtype();
+        b.CreateMemCpy(out_real[o], align(t), pad_out[o], llvm::Align(64),
+                       b.CreateMul(len, b.getInt64(align(t).value())));
+      }
+      b.CreateBr(next);
+      b.SetInsertPoint(next);
+    }
     return Vals{};
   });
   b.CreateRetVoid();
+  mb.passes = lanes ? Passes::Straight : Passes::Loops;
+  return mb;
+}
+
+} // namespace
+
+NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std::string& name) {
+  // Explicit vectors of the host's width, unless a node needs a math function that has no
+  // vector implementation (f64 transcendentals, sin, pow, ...): that kernel is emitted as scalar
+  // code, which the loop vectorizer widens where it can.
+  ModuleBuilder mb = emit_elementwise(g, k, name, host_f32_lanes());
+  if (t_emit.scalarized) {
+    mb.module.reset(); // before its context
+    mb = emit_elementwise(g, k, name, 0);
+  }
   return load_kernel(std::move(mb), name);
 }
 

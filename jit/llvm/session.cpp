@@ -9,6 +9,7 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -99,13 +100,17 @@ public:
   /// The passes our kernels need, not O2's hundred: inline the body into the entry point,
   /// clean up, rotate loops and hoist invariants (so the vectorizer sees canonical loops),
   /// vectorize, clean up. A third to half of O2's optimization time, the same machine code on
-  /// the kernels measured (bench/), part of every cache key.
-  static constexpr const char* kPipeline =
-      "always-inline,function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
-      "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
-      "instcombine<no-verify-fixpoint>,simplifycfg)";
+  /// the kernels measured (bench/), part of every cache key. Code written in vectors needs only
+  /// the inlining and the clean-up.
+  static const char* pipeline(Passes passes) {
+    if (passes == Passes::Straight)
+      return "always-inline,function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
+    return "always-inline,function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
+           "loop-mssa(loop-rotate,licm),loop(indvars),loop-vectorize,"
+           "instcombine<no-verify-fixpoint>,simplifycfg)";
+  }
 
-  void optimize(llvm::Module& m) {
+  void optimize(llvm::Module& m, Passes passes) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -117,7 +122,7 @@ public:
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm;
-    if (llvm::Error e = pb.parsePassPipeline(mpm, kPipeline))
+    if (llvm::Error e = pb.parsePassPipeline(mpm, pipeline(passes)))
       throw InternalError("jit: the pass pipeline does not parse: " + to_string(std::move(e)));
     mpm.run(m, mam);
   }
@@ -135,10 +140,10 @@ public:
   }
 
   /// Everything besides the IR that decides the machine code; part of every key.
-  std::string key_prefix() const {
+  std::string key_prefix(Passes passes) const {
     return "rlx kernel cache " + std::to_string(disk::kFormatVersion) +
            "\nrlx " RLX_VERSION "\nllvm " LLVM_VERSION_STRING "\n" + tm_->getTargetTriple().str() +
-           "\n" + cpu_ + "\n" + features_ + "\n" + kPipeline +
+           "\n" + cpu_ + "\n" + features_ + "\n" + pipeline(passes) +
            "\nno-epilogue-vectorization pic small\n";
   }
 
@@ -286,8 +291,14 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   m.setModuleIdentifier("rlx");
   m.setSourceFileName("rlx");
   llvm::BLAKE3 hasher;
-  hasher.update(s.key_prefix());
-  hasher.update(print(m));
+  hasher.update(s.key_prefix(mb.passes));
+  { // the bitcode: a complete serialization, several times faster to make than the text
+    llvm::SmallVector<char, 0> bitcode;
+    llvm::raw_svector_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(m, os);
+    hasher.update(
+        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bitcode.data()), bitcode.size()));
+  }
   disk::Key key = hasher.final<32>();
   const std::string hex = disk::to_hex(key);
   const std::string base = "rlx_" + hex.substr(0, 32);
@@ -355,11 +366,11 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   }
   if (loaded) {
     if (debug.dump_llvm || debug.dump_asm) {
-      s.optimize(m);
+      s.optimize(m, mb.passes);
       dump_compiled(m);
     }
   } else {
-    s.optimize(m);
+    s.optimize(m, mb.passes);
     dump_compiled(m);
     std::string object = s.emit(m, llvm::CodeGenFileType::ObjectFile);
     ++count.compiled;
@@ -394,5 +405,12 @@ KernelCounters kernel_counters() {
 
 std::string host_cpu() { return session().cpu_; }
 std::string host_features() { return session().features_; }
+
+unsigned host_f32_lanes() {
+  const std::string f = "," + session().features_ + ",";
+  if (f.find(",+avx512f,") != std::string::npos) return 16;
+  if (f.find(",+avx,") != std::string::npos) return 8;
+  return 4;
+}
 
 } // namespace rlx::jit

@@ -20,10 +20,15 @@ public:
   virtual void* symbol(const std::string& name) const = 0;
 };
 
+/// The optimization a module gets: Loops for scalar loops the loop vectorizer widens (rotate,
+/// hoist, vectorize), Straight for code already written in vectors (inline and clean up only).
+enum class Passes : uint8_t { Loops, Straight };
+
 /// A fresh context and an empty module set up for the host (triple, data layout).
 struct ModuleBuilder {
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
+  Passes passes = Passes::Loops;
 };
 ModuleBuilder new_module(const std::string& name);
 
@@ -67,5 +72,9 @@ KernelCounters kernel_counters();
 /// Host CPU name and the features LLVM sees (for cache keys and dumps).
 std::string host_cpu();
 std::string host_features();
+
+/// The host's widest vector register in f32 lanes (16 with AVX-512, 8 with AVX, else 4): the
+/// width of the explicitly vectorized element-wise kernels.
+unsigned host_f32_lanes();
 
 } // namespace rlx::jit

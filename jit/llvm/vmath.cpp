@@ -14,6 +14,8 @@
 // f32 evaluation.
 #include "llvm/jv.hpp"
 
+#include <llvm/IR/IntrinsicsX86.h>
+
 #include <limits>
 
 namespace rlx::jit {
@@ -23,8 +25,11 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-llvm::Value* c_f32(float v) { return llvm::ConstantFP::get(B().getFloatTy(), double(v)); }
-llvm::Value* c_i32(int32_t v) { return B().getInt32(uint32_t(v)); }
+// Constants and types with the lanes of the current emission (jv.hpp: lanes_of).
+llvm::Type* f32_ty() { return lanes_of(B().getFloatTy()); }
+llvm::Type* i32_ty() { return lanes_of(B().getInt32Ty()); }
+llvm::Value* c_f32(float v) { return llvm::ConstantFP::get(f32_ty(), double(v)); }
+llvm::Value* c_i32(int32_t v) { return llvm::ConstantInt::get(i32_ty(), uint64_t(uint32_t(v))); }
 JV fma(JV a, JV b, JV c) { return intrinsic(llvm::Intrinsic::fma, {a, b, c}); }
 
 /// Horner's scheme with fma: c[0] * x^(n-1) + ... + c[n-1].
@@ -34,8 +39,8 @@ JV horner(JV x, std::initializer_list<float> c) {
   return acc;
 }
 
-llvm::Value* bits_of(JV x) { return B().CreateBitCast(x.v, B().getInt32Ty()); }
-JV float_of(llvm::Value* bits) { return B().CreateBitCast(bits, B().getFloatTy()); }
+llvm::Value* bits_of(JV x) { return B().CreateBitCast(x.v, i32_ty()); }
+JV float_of(llvm::Value* bits) { return B().CreateBitCast(bits, f32_ty()); }
 
 /// 1 / d computed as the hardware's reciprocal estimate refined by Newton steps (the division
 /// carries the `arcp` flag; kernels enable the estimate with the "reciprocal-estimates"
@@ -46,7 +51,8 @@ JV recip(JV d) {
   llvm::IRBuilderBase::FastMathFlagGuard keep(b);
   llvm::FastMathFlags fmf;
   fmf.setAllowReciprocal();
-  fmf.setNoInfs(); // callers pass finite d in [1, 2^28]: the estimate needs no inf handling
+  fmf.setNoInfs();        // callers pass finite d in [1, 2^28]: the estimate needs no inf handling
+  fmf.setAllowContract(); // the Newton step as two fmas
   b.setFastMathFlags(fmf);
   return b.CreateFDiv(c_f32(1.0f), d.v);
 }
@@ -73,6 +79,9 @@ JV exp_core(JV x, bool wide) {
   JV p = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                     1.6666665459e-1f, 5.0000001201e-1f});
   JV er = fma(p, r * r, r) + JV(c_f32(1.0f));
+  if (t_emit.lanes == 16) // AVX-512 (the only 16-lane host): er * 2^n in one exact instruction
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                             {er.v, n.v, er.v, b.getInt16(0xffff), b.getInt32(4)});
   llvm::Value* ni = b.CreateSub(bits_of(t), bits_of(c_f32(magic)));
   if (!wide) return er * pow2(ni);
   llvm::Value* n1 = b.CreateAShr(ni, c_i32(1));
@@ -104,9 +113,9 @@ JV log_f32(JV x) {
   e = b.CreateSub(e, b.CreateSelect(tiny.v, c_i32(23), c_i32(0)));
   JV m = float_of(b.CreateOr(b.CreateAnd(bits, c_i32(0x007fffff)), c_i32(0x3f000000))); // [.5,1)
   JV small = m < JV(c_f32(0.707106781186547524f));
-  e = b.CreateSub(e, b.CreateZExt(small.v, b.getInt32Ty()));
+  e = b.CreateSub(e, b.CreateZExt(small.v, i32_ty()));
   JV f = sel(small, m + m, m) - JV(c_f32(1.0f));
-  JV ef = b.CreateSIToFP(e, b.getFloatTy());
+  JV ef = b.CreateSIToFP(e, f32_ty());
   // log(1 + f) = f - f^2/2 + f^3 P(f).
   JV z = f * f;
   JV p = horner(f, {7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f,
