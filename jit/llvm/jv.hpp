@@ -123,7 +123,7 @@ inline JV cos(JV x) { return libm("cos", {x}); }
 inline JV tan(JV x) { return libm("tan", {x}); }
 inline JV atan(JV x) { return libm("atan", {x}); }
 inline JV tanh(JV x) { return x.is_f32() ? tanh_f32(x) : libm("tanh", {x}); }
-/// The rules' sigmoid (src/ops/scalar.hpp) on f32: one exp and a reciprocal estimate.
+/// The rules' sigmoid (src/ops/scalar.hpp); on f32 the vector implementation.
 inline JV sigmoid(JV x) {
   if (x.is_f32()) return sigmoid_f32(x);
   JV t = exp(-abs(x));

@@ -20,9 +20,7 @@ namespace rlx::jit {
 /// Define the entry point `name` and declare its body with `n_bufs` buffer parameters; returns
 /// the body (empty: the caller emits it; its last two arguments are begin and end). No buffer
 /// aliases another (the executables allocate every output), and once the body is inlined the
-/// noalias facts become scoped alias metadata the vectorizer relies on. Divisions marked `arcp`
-/// (only vmath's reciprocals; user divisions stay exact) may use the reciprocal estimate
-/// instruction plus one Newton step.
+/// noalias facts become scoped alias metadata the vectorizer relies on.
 inline llvm::Function* define_kernel(llvm::Module& m, llvm::IRBuilder<>& b, const std::string& name,
                                      std::size_t n_bufs) {
   llvm::LLVMContext& ctx = m.getContext();
@@ -41,7 +39,6 @@ inline llvm::Function* define_kernel(llvm::Module& m, llvm::IRBuilder<>& b, cons
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false);
   auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m);
   fn->addFnAttr(llvm::Attribute::NoUnwind);
-  for (llvm::Function* f : {fn, body}) f->addFnAttr("reciprocal-estimates", "divf:1,vec-divf:1");
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
   std::vector<llvm::Value*> args;
   for (std::size_t j = 0; j < n_bufs; ++j) {

@@ -4,12 +4,14 @@
 // Each is a range reduction plus a short polynomial, the classic scheme (Cody & Waite reduction;
 // the polynomial coefficients are the well-known minimax fits of the Cephes single-precision
 // library). Special values are handled by selects: NaN propagates, infinities and zeros give the
-// IEEE results, subnormal inputs and results are exact to the same bound.
+// IEEE results, subnormal inputs and results are exact to the same bound. The values are
+// scalars or vectors (jv.hpp's vector mode); with 16 lanes (AVX-512) 2^n scaling is vscalefps.
+// Quotients are plain correctly rounded divisions: one vector division per function costs less
+// than the reciprocal estimate's four instructions (measured in bench/) and rounds once.
 //
 // Accuracy against the correctly rounded result (measured by tests/test_vmath.cpp over a dense
 // sweep of every binade, and asserted there):
-//   exp  <= 1 ulp      log  <= 1 ulp      tanh <= 2 ulp      erf <= 2 ulp
-// sigmoid = 1 / (1 + exp(-|x|)) (and t / (1 + t) for x < 0) composes these: <= 3 ulp.
+//   exp <= 1 ulp    log <= 1 ulp    tanh <= 2 ulp    sigmoid <= 2 ulp    erf <= 2 ulp
 // erf's polynomials are fitted by tools/fit/fit_erf.py (numpy/scipy), which also simulates the
 // f32 evaluation.
 #include "llvm/jv.hpp"
@@ -41,21 +43,6 @@ JV horner(JV x, std::initializer_list<float> c) {
 
 llvm::Value* bits_of(JV x) { return B().CreateBitCast(x.v, i32_ty()); }
 JV float_of(llvm::Value* bits) { return B().CreateBitCast(bits, f32_ty()); }
-
-/// 1 / d computed as the hardware's reciprocal estimate refined by Newton steps (the division
-/// carries the `arcp` flag; kernels enable the estimate with the "reciprocal-estimates"
-/// function attribute, see lower_elementwise.cpp): within 1 ulp, several times faster than a
-/// vector division.
-JV recip(JV d) {
-  llvm::IRBuilder<>& b = B();
-  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
-  llvm::FastMathFlags fmf;
-  fmf.setAllowReciprocal();
-  fmf.setNoInfs();        // callers pass finite d in [1, 2^28]: the estimate needs no inf handling
-  fmf.setAllowContract(); // the Newton step as two fmas
-  b.setFastMathFlags(fmf);
-  return b.CreateFDiv(c_f32(1.0f), d.v);
-}
 
 /// 2^k for k in [-126, 127] (an i32), by building the exponent field.
 JV pow2(llvm::Value* k) {
@@ -131,19 +118,32 @@ JV log_f32(JV x) {
 }
 
 JV tanh_f32(JV x) {
-  // |x| < 0.625: an odd polynomial, x + x^3 P(x^2); beyond: 1 - 2 / (e^(2|x|) + 1) with the
-  // sign of x.
+  // tanh|x| = E / (E + 2) with E = e^(2|x|) - 1, the sign of x restored. E comes from exp's
+  // reduction without adding the 1: 2|x| = n ln2 + r, m = e^r - 1 = r + r^2 P(r), and
+  // E = 2^n m + (2^n - 1) in one fma, so E keeps its relative accuracy at small |x| (n = 0, where
+  // E = m) and no branch or second polynomial is needed. tanh rounds to 1 from 9.01 on: |x| is
+  // clamped at 9.5 (NaN passes), the quotient at 1.
+  llvm::IRBuilder<>& b = B();
   JV a = intrinsic(llvm::Intrinsic::fabs, {x});
-  JV z = x * x;
-  JV p = horner(z, {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
-                    -3.33332819422e-1f});
-  JV small = fma(p * z, x, x);
-  // tanh(9.5) rounds to 1; clamping keeps e^(2|x|) finite for the reciprocal (NaN passes).
-  JV ac = sel(a > JV(c_f32(9.5f)), c_f32(9.5f), a);
-  JV t = exp_core(ac + ac, /*wide=*/false); // 2|x| in [0, 19], or NaN
-  JV large = JV(c_f32(1.0f)) - JV(c_f32(2.0f)) * recip(t + JV(c_f32(1.0f)));
-  large = intrinsic(llvm::Intrinsic::copysign, {large, x});
-  return sel(a < JV(c_f32(0.625f)), small, large);
+  JV one = c_f32(1.0f);
+  JV ac = sel(JV(c_f32(9.5f)) < a, c_f32(9.5f), a);
+  JV y = ac + ac;
+  const float magic = 12582912.0f; // 1.5 * 2^23: see exp_core
+  JV t = fma(y, c_f32(1.44269504088896341f), c_f32(magic));
+  JV n = t - JV(c_f32(magic));
+  JV r = fma(n, c_f32(-0.693359375f), y);
+  r = fma(n, c_f32(2.12194440e-4f), r);
+  JV p = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                    1.6666665459e-1f, 5.0000001201e-1f});
+  JV m = fma(p, r * r, r);
+  JV s = t_emit.lanes == 16
+             ? JV(b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                                    {one.v, n.v, one.v, b.getInt16(0xffff), b.getInt32(4)}))
+             : pow2(b.CreateSub(bits_of(t), bits_of(c_f32(magic))));
+  JV e = fma(s, m, s - one);
+  JV q = e / (e + JV(c_f32(2.0f)));
+  q = sel(one < q, one, q);
+  return intrinsic(llvm::Intrinsic::copysign, {q, x});
 }
 
 JV sigmoid_f32(JV x) {
@@ -151,8 +151,9 @@ JV sigmoid_f32(JV x) {
   // e^-|x| below -104 is 0 (clamped with a select, so NaN passes).
   JV m = -intrinsic(llvm::Intrinsic::fabs, {x});
   JV t = exp_core(sel(m < JV(c_f32(-104.0f)), c_f32(-104.0f), m), /*wide=*/true);
-  JV r = recip(t + JV(c_f32(1.0f)));
-  return sel(x >= JV(c_f32(0.0f)), r, t * r);
+  // One correctly rounded division (a vector division costs less here than the reciprocal
+  // estimate's four instructions, and rounds once).
+  return sel(x >= JV(c_f32(0.0f)), c_f32(1.0f), t) / (t + JV(c_f32(1.0f)));
 }
 
 JV erf_f32(JV x) {
@@ -166,7 +167,7 @@ JV erf_f32(JV x) {
   // e^(-hi - lo) ~ e^-hi (1 - lo). erf rounds to 1 from 3.92 on, so |x| is clamped there.
   JV ac = intrinsic(llvm::Intrinsic::minnum,
                     {intrinsic(llvm::Intrinsic::maxnum, {a, c_f32(0.875f)}), c_f32(3.92f)});
-  JV u = recip(ac);
+  JV u = JV(c_f32(1.0f)) / ac;
   JV hi = ac * ac;
   JV lo = fma(ac, ac, -hi);
   JV e = exp_core(-hi, /*wide=*/false); // -x^2 in [-15.4, -0.76]
