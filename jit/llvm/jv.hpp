@@ -73,7 +73,7 @@ inline JV intrinsic(llvm::Intrinsic::ID id, std::initializer_list<JV> args) {
 /// A call of a libm function double(double...); f32 operands are widened and the result
 /// rounded, as the interpreter computes them, so results agree bit for bit. Vectors are
 /// computed lane by lane.
-inline JV libm(const char* name, std::initializer_list<JV> args) {
+inline JV libm_each(const char* name, std::initializer_list<JV> args) {
   llvm::IRBuilder<>& b = B();
   llvm::Type* dty = b.getDoubleTy();
   std::vector<llvm::Type*> types(args.size(), dty);
@@ -92,11 +92,17 @@ inline JV libm(const char* name, std::initializer_list<JV> args) {
   };
   auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(ty);
   if (!vty) return call(0, false);
-  t_emit.scalarized = true;
   llvm::Value* out = llvm::PoisonValue::get(ty);
   for (unsigned lane = 0; lane < vty->getNumElements(); ++lane)
     out = b.CreateInsertElement(out, call(lane, true), uint64_t(lane));
   return out;
+}
+
+/// libm_each as the math of a rule: on vectors it marks the emission `scalarized` (the kernel
+/// is then better emitted as scalar code).
+inline JV libm(const char* name, std::initializer_list<JV> args) {
+  if (args.begin()->v->getType()->isVectorTy()) t_emit.scalarized = true;
+  return libm_each(name, args);
 }
 
 // Vector-friendly f32 implementations (jit/llvm/vmath.cpp): straight-line code of fma,
@@ -106,6 +112,8 @@ JV log_f32(JV x);
 JV tanh_f32(JV x);
 JV sigmoid_f32(JV x);
 JV erf_f32(JV x);
+JV sin_f32(JV x);
+JV cos_f32(JV x);
 
 inline JV abs(JV x) { return intrinsic(llvm::Intrinsic::fabs, {x}); }
 inline JV sqrt(JV x) { return intrinsic(llvm::Intrinsic::sqrt, {x}); }
@@ -118,8 +126,8 @@ inline JV exp(JV x) { return x.is_f32() ? exp_f32(x) : libm("exp", {x}); }
 inline JV expm1(JV x) { return libm("expm1", {x}); }
 inline JV log(JV x) { return x.is_f32() ? log_f32(x) : libm("log", {x}); }
 inline JV log1p(JV x) { return libm("log1p", {x}); }
-inline JV sin(JV x) { return libm("sin", {x}); }
-inline JV cos(JV x) { return libm("cos", {x}); }
+inline JV sin(JV x) { return x.is_f32() ? sin_f32(x) : libm("sin", {x}); }
+inline JV cos(JV x) { return x.is_f32() ? cos_f32(x) : libm("cos", {x}); }
 inline JV tan(JV x) { return libm("tan", {x}); }
 inline JV atan(JV x) { return libm("atan", {x}); }
 inline JV tanh(JV x) { return x.is_f32() ? tanh_f32(x) : libm("tanh", {x}); }

@@ -1,5 +1,6 @@
-// jit/llvm/vmath.cpp -- f32 exp, log, tanh, sigmoid and erf as straight-line IR (fma, selects,
-// integer bit operations), so a loop calling them vectorizes to the host's widest registers.
+// jit/llvm/vmath.cpp -- f32 exp, log, tanh, sigmoid, erf, sin and cos as straight-line IR (fma,
+// selects, integer bit operations), so a loop calling them vectorizes to the host's widest
+// registers.
 //
 // Each is a range reduction plus a short polynomial, the classic scheme (Cody & Waite reduction;
 // the polynomial coefficients are the well-known minimax fits of the Cephes single-precision
@@ -12,11 +13,13 @@
 // Accuracy against the correctly rounded result (measured by tests/test_vmath.cpp over a dense
 // sweep of every binade, and asserted there):
 //   exp <= 1 ulp    log <= 1 ulp    tanh <= 2 ulp    sigmoid <= 2 ulp    erf <= 2 ulp
+//   sin <= 1 ulp    cos <= 1 ulp   (computed in f64, see sincos_f32)
 // erf's polynomials are fitted by tools/fit/fit_erf.py (numpy/scipy), which also simulates the
 // f32 evaluation.
 #include "llvm/jv.hpp"
 
 #include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <limits>
 
@@ -38,6 +41,15 @@ JV fma(JV a, JV b, JV c) { return intrinsic(llvm::Intrinsic::fma, {a, b, c}); }
 JV horner(JV x, std::initializer_list<float> c) {
   JV acc = c_f32(*c.begin());
   for (auto it = c.begin() + 1; it != c.end(); ++it) acc = fma(acc, x, c_f32(*it));
+  return acc;
+}
+
+/// Horner's scheme in x's own type (f64 here) with double coefficients.
+JV horner_d(JV x, std::initializer_list<double> c) {
+  llvm::Type* ty = x.v->getType();
+  JV acc = llvm::ConstantFP::get(ty, *c.begin());
+  for (auto it = c.begin() + 1; it != c.end(); ++it)
+    acc = fma(acc, x, llvm::ConstantFP::get(ty, *it));
   return acc;
 }
 
@@ -178,5 +190,63 @@ JV erf_f32(JV x) {
   JV r = sel(a < JV(c_f32(0.875f)), small, large);
   return sel(x != x, x, r);
 }
+
+namespace {
+
+/// sin or cos of f32 x, computed in f64 and rounded once: j = nearest integer to x 2/pi,
+/// r = x - j pi/2 (pi/2 in two doubles, fma: exact enough for |x| < 2^22), then the Taylor
+/// series of sin r and cos r on |r| <= pi/4 (truncation below 1e-12) and the quadrant j mod 4
+/// picks and signs one of them. The f64 result is within ~1e-15 relative of the true value, so
+/// the f32 result is the correctly rounded one except within that distance of a tie (<= 1 ulp).
+/// Lanes with |x| >= 2^22 (and inf) take the libm function on a rarely taken branch.
+JV sincos_f32(JV x, bool cosine) {
+  llvm::IRBuilder<>& b = B();
+  llvm::Type* dty = lanes_of(b.getDoubleTy());
+  auto cd = [&](double v) { return JV(llvm::ConstantFP::get(dty, v)); };
+  JV xd = b.CreateFPExt(x.v, dty);
+  const double magic = 6755399441055744.0; // 1.5 * 2^52: rounds to an integer in the low bits
+  JV t = fma(xd, cd(0.63661977236758134), cd(magic));
+  JV j = t - cd(magic);
+  JV r = fma(-j, cd(1.5707963267948966), xd);
+  r = fma(-j, cd(6.123233995736766e-17), r);
+  JV z = r * r;
+  JV sin_r = r * horner_d(z, {1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0,
+                              1.0 / 120.0, -1.0 / 6.0, 1.0});
+  JV cos_r = horner_d(
+      z, {1.0 / 479001600.0, -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0, -0.5, 1.0});
+  llvm::Type* i64 = lanes_of(b.getInt64Ty());
+  llvm::Value* q = b.CreateBitCast(t.v, i64); // j mod 4 in the low bits (two's complement)
+  if (cosine) q = b.CreateAdd(q, llvm::ConstantInt::get(i64, 1));
+  llvm::Value* zero = llvm::ConstantInt::get(i64, 0);
+  JV odd = b.CreateICmpNE(b.CreateAnd(q, llvm::ConstantInt::get(i64, 1)), zero);
+  JV negative = b.CreateICmpNE(b.CreateAnd(q, llvm::ConstantInt::get(i64, 2)), zero);
+  JV v = sel(odd, cos_r, sin_r);
+  v = sel(negative, -v, v);
+  JV fast = b.CreateFPTrunc(v.v, f32_ty());
+
+  // |x| >= 2^22 or inf: libm (NaN stays on the fast path and propagates).
+  JV big = intrinsic(llvm::Intrinsic::fabs, {x}) >= JV(c_f32(0x1p22f));
+  llvm::Value* any = t_emit.lanes ? b.CreateOrReduce(big.v) : big.v;
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  llvm::Function* fn = from->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  auto* slow = llvm::BasicBlock::Create(ctx, "trig_libm", fn);
+  auto* join = llvm::BasicBlock::Create(ctx, "trig_join", fn);
+  b.CreateCondBr(any, slow, join, llvm::MDBuilder(ctx).createBranchWeights(1, 1000));
+  b.SetInsertPoint(slow);
+  JV mixed = sel(big, libm_each(cosine ? "cos" : "sin", {x}), fast);
+  llvm::BasicBlock* slow_end = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  llvm::PHINode* out = b.CreatePHI(fast.v->getType(), 2);
+  out->addIncoming(fast.v, from);
+  out->addIncoming(mixed.v, slow_end);
+  return out;
+}
+
+} // namespace
+
+JV sin_f32(JV x) { return sincos_f32(x, false); }
+JV cos_f32(JV x) { return sincos_f32(x, true); }
 
 } // namespace rlx::jit
