@@ -145,6 +145,8 @@ void add_kernel_stats(CacheStats& stats) {
   stats.disk_misses = k.disk_misses;
   stats.disk_rejected = k.disk_rejected;
   stats.disk_write_errors = k.disk_write_errors;
+  stats.kernels_generic = k.generic;
+  stats.kernels_specialized = k.specialized;
 }
 
 } // namespace jit

@@ -221,3 +221,35 @@ TEST_CASE("jit: one compiled element-wise kernel serves every size of a dynamic 
   CHECK(after.disk_hits == before.disk_hits);
   CHECK(after.kernel_memory_hits >= before.kernel_memory_hits + 4);
 }
+
+TEST_CASE("jit: the extent policy chooses one generic kernel or one kernel per size") {
+  struct Restore {
+    rlx::ExtentPolicy saved = rlx::extent_policy();
+    ~Restore() { rlx::set_extent_policy(saved); }
+  } restore;
+  for (rlx::ExtentPolicy policy : {rlx::ExtentPolicy::Generic, rlx::ExtentPolicy::Specialize}) {
+    CAPTURE(policy);
+    rlx::set_extent_policy(policy);
+    auto f = rlx::jit([](Tensor x) { return rlx::tanh(x * 0.654321f) - x; },
+                      rlx::JitOptions{.dynamic_dims = {{0, 0, "n"}}, .backend = rlx::Backend::Jit});
+    std::vector<float> first = f(rlx::ones({3})).to_vector<float>();
+    rlx::CacheStats before = rlx::cache_stats();
+    for (int64_t n : {9, 200, 5000}) {
+      std::vector<float> y = f(rlx::ones({n})).to_vector<float>();
+      REQUIRE(y.size() == std::size_t(n));
+      CHECK(y.front() == first[0]);
+      CHECK(y.back() == first[0]);
+    }
+    rlx::CacheStats after = rlx::cache_stats();
+    // New machine code: compiled here or loaded from the disk cache of an earlier run.
+    int64_t fresh =
+        (after.kernels_compiled + after.disk_hits) - (before.kernels_compiled + before.disk_hits);
+    if (policy == rlx::ExtentPolicy::Generic) {
+      CHECK(fresh == 0);
+      CHECK(after.kernels_generic - before.kernels_generic == 3);
+    } else {
+      CHECK(fresh == 3);
+      CHECK(after.kernels_specialized - before.kernels_specialized == 3);
+    }
+  }
+}

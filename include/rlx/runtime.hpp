@@ -28,6 +28,18 @@ bool backend_available(Backend backend);
 int num_threads();
 void set_num_threads(int n);
 
+/// How the JIT's element-wise kernels treat the sizes of a binding (runtime extents).
+/// Generic: a kernel whose operands all run its iteration space as one flat row (the same
+/// shape, or one element; no broadcasting along it) takes its length at run time, so one
+/// machine code serves every size of a dynamic dimension (each new binding still plans its
+/// graph and then finds the kernel among the loaded code: CacheStats::kernel_memory_hits).
+/// Specialize: every kernel is compiled for the binding's sizes, as constants in the code (each
+/// new size compiles). Kernels that broadcast are always specialized. Starts as RLX_EXTENTS
+/// (generic|specialize) when set, else Generic; executables are cached per policy.
+RLX_ENUM(ExtentPolicy, Generic, Specialize)
+ExtentPolicy extent_policy();
+void set_extent_policy(ExtentPolicy policy);
+
 /// A graph compiled for one shape binding on one backend; immutable and safe to share.
 class Executable {
 public:
@@ -57,6 +69,9 @@ struct CacheStats {
   int64_t disk_misses{};        ///< not on disk (compiled, then written there)
   int64_t disk_rejected{};      ///< entries found corrupt, truncated or foreign (recompiled)
   int64_t disk_write_errors{};  ///< entries that could not be written (the cache is optional)
+  // Element-wise kernels lowered, by how their extents were treated (see ExtentPolicy):
+  int64_t kernels_generic{};     ///< the length is a run-time argument (any size)
+  int64_t kernels_specialized{}; ///< compiled for the binding's sizes
 };
 CacheStats cache_stats();
 /// Drop every cached executable (those still referenced stay alive with their users). The disk

@@ -13,6 +13,7 @@
 
 #include "ops/scalar.hpp"
 #include "rlx/interp.hpp"
+#include "rlx/runtime.hpp"
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
@@ -268,10 +269,10 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   // Size-generic kernels: when one row spans the whole iteration space (every operand has the
   // output's shape or one element), the loop bound is the call's `end` and no extent appears in
   // the code, so the same machine code serves every size of a dynamic dimension (the session
-  // caches code by content).
+  // caches code by content). ExtentPolicy::Specialize bakes the length in instead.
   int64_t numel = 1;
   for (int64_t sz : k.shape.sizes()) numel *= sz;
-  bool generic = layout.inner == numel;
+  bool generic = layout.inner == numel && extent_policy() == ExtentPolicy::Generic;
   llvm::Value* inner = generic ? end : b.getInt64(uint64_t(layout.inner));
 
   // Rows [begin / inner, ceil(end / inner)), each clipped to [begin, end).
@@ -426,6 +427,7 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   });
   b.CreateRetVoid();
   mb.passes = lanes ? Passes::Straight : Passes::Loops;
+  if (!t_emit.scalarized || !lanes) count_extents(generic);
   return mb;
 }
 

@@ -166,7 +166,7 @@ Session& session() {
 
 struct Counters {
   std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, disk_misses{0}, disk_rejected{0},
-      disk_write_errors{0};
+      disk_write_errors{0}, generic{0}, specialized{0};
 };
 Counters& counters() {
   static Counters c;
@@ -400,8 +400,11 @@ CompileRecord last_compile() { return t_last_compile; }
 KernelCounters kernel_counters() {
   Counters& c = counters();
   return KernelCounters{c.compiled.load(),    c.memory_hits.load(),   c.disk_hits.load(),
-                        c.disk_misses.load(), c.disk_rejected.load(), c.disk_write_errors.load()};
+                        c.disk_misses.load(), c.disk_rejected.load(), c.disk_write_errors.load(),
+                        c.generic.load(),     c.specialized.load()};
 }
+
+void count_extents(bool generic) { ++(generic ? counters().generic : counters().specialized); }
 
 std::string host_cpu() { return session().cpu_; }
 std::string host_features() { return session().features_; }

@@ -66,7 +66,12 @@ struct KernelCounters {
   int64_t disk_misses = 0;   ///< modules not found on disk (then compiled and written)
   int64_t disk_rejected = 0; ///< disk entries found corrupt, truncated or foreign
   int64_t disk_write_errors = 0;
+  int64_t generic = 0;     ///< element-wise kernels lowered with a run-time length
+  int64_t specialized = 0; ///< element-wise kernels lowered for fixed sizes
 };
+
+/// Count an element-wise kernel's lowering (KernelCounters::generic / specialized).
+void count_extents(bool generic);
 KernelCounters kernel_counters();
 
 /// Host CPU name and the features LLVM sees (for cache keys and dumps).

@@ -40,6 +40,20 @@ Backend initial_backend() {
   fail(ErrorKind::Value, "RLX_BACKEND=", v, ": expected interp or jit");
 }
 
+ExtentPolicy initial_extent_policy() {
+  const char* env = std::getenv("RLX_EXTENTS");
+  if (env == nullptr || *env == '\0') return ExtentPolicy::Generic;
+  std::string v(env);
+  if (v == "generic") return ExtentPolicy::Generic;
+  if (v == "specialize") return ExtentPolicy::Specialize;
+  fail(ErrorKind::Value, "RLX_EXTENTS=", v, ": expected generic or specialize");
+}
+
+std::atomic<int>& extent_policy_slot() {
+  static std::atomic<int> slot{int(initial_extent_policy())};
+  return slot;
+}
+
 struct Cache {
   std::mutex mu;
   std::unordered_map<std::string, std::shared_ptr<const Executable>> entries;
@@ -80,11 +94,17 @@ void set_default_backend(Backend backend) {
   backend_slot().store(int(backend));
 }
 
+ExtentPolicy extent_policy() { return ExtentPolicy(extent_policy_slot().load()); }
+
+void set_extent_policy(ExtentPolicy policy) { extent_policy_slot().store(int(policy)); }
+
 std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backend, bool* hit) {
   if (graph.has_dynamic_dims())
     fail(ErrorKind::Bind, "compile: graph @", graph.name,
          " has dynamic dims; bind them first (Graph::bind)");
-  std::string key = std::string(enum_name(backend)) + "\n" + ir::to_text(graph);
+  std::string key = std::string(enum_name(backend)) + "\n";
+  if (backend == Backend::Jit) key += std::string(enum_name(extent_policy())) + "\n";
+  key += ir::to_text(graph);
   Cache& c = cache();
   {
     std::lock_guard lock(c.mu);
