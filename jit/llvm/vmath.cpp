@@ -3,12 +3,13 @@
 // registers.
 //
 // Each is a range reduction plus a short polynomial, the classic scheme (Cody & Waite reduction;
-// the polynomial coefficients are the well-known minimax fits of the Cephes single-precision
-// library). Special values are handled by selects: NaN propagates, infinities and zeros give the
-// IEEE results, subnormal inputs and results are exact to the same bound. The values are
-// scalars or vectors (jv.hpp's vector mode); with 16 lanes (AVX-512) 2^n scaling is vscalefps.
-// Quotients are plain correctly rounded divisions: one vector division per function costs less
-// than the reciprocal estimate's four instructions (measured in bench/) and rounds once.
+// exp's polynomial is fitted by tools/fit/fit_exp.py, log's coefficients are the well-known
+// minimax fit of the Cephes single-precision library). Special values are handled by selects: NaN
+// propagates, infinities and zeros give the IEEE results, subnormal inputs and results are exact to
+// the same bound. The values are scalars or vectors (jv.hpp's vector mode); with 16 lanes (AVX-512)
+// 2^n scaling is vscalefps. Quotients are plain correctly rounded divisions: one vector division
+// per function costs less than the reciprocal estimate's four instructions (measured in bench/) and
+// rounds once.
 //
 // Accuracy against the correctly rounded result (measured by tests/test_vmath.cpp over a dense
 // sweep of every binade, and asserted there):
@@ -62,6 +63,14 @@ JV pow2(llvm::Value* k) {
   return float_of(b.CreateShl(b.CreateAdd(k, c_i32(127)), c_i32(23)));
 }
 
+/// e^r - 1 for |r| <= ln2 / 2: r + r^2 P(r), P of degree 4 fitted by tools/fit/fit_exp.py
+/// (relative error 4e-9 before rounding; e^r = 1 + this within 1 ulp).
+JV expm1_poly(JV r) {
+  JV p = horner(r, {1.3751150109e-03f, 8.3689875901e-03f, 4.1669543833e-02f, 1.6666518152e-01f,
+                    4.9999988079e-01f});
+  return fma(p, r * r, r);
+}
+
 /// e^x for x in [-104, 89] or NaN (the callers clamp or know the range): x = n ln2 + r with
 /// |r| <= ln2 / 2 (ln2 split in two so n * hi is exact), e^r = 1 + r + r^2 P(r), scaled by 2^n.
 /// n comes from the "magic number" rounding: x log2e + 1.5 * 2^23 rounds to nearest even with
@@ -75,9 +84,7 @@ JV exp_core(JV x, bool wide) {
   JV n = t - JV(c_f32(magic));
   JV r = fma(n, c_f32(-0.693359375f), x);
   r = fma(n, c_f32(2.12194440e-4f), r);
-  JV p = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                    1.6666665459e-1f, 5.0000001201e-1f});
-  JV er = fma(p, r * r, r) + JV(c_f32(1.0f));
+  JV er = expm1_poly(r) + JV(c_f32(1.0f));
   if (t_emit.lanes == 16) // AVX-512 (the only 16-lane host): er * 2^n in one exact instruction
     return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
                              {er.v, n.v, er.v, b.getInt16(0xffff), b.getInt32(4)});
@@ -145,9 +152,7 @@ JV tanh_f32(JV x) {
   JV n = t - JV(c_f32(magic));
   JV r = fma(n, c_f32(-0.693359375f), y);
   r = fma(n, c_f32(2.12194440e-4f), r);
-  JV p = horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                    1.6666665459e-1f, 5.0000001201e-1f});
-  JV m = fma(p, r * r, r);
+  JV m = expm1_poly(r);
   JV s = t_emit.lanes == 16
              ? JV(b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
                                     {one.v, n.v, one.v, b.getInt16(0xffff), b.getInt32(4)}))
