@@ -97,3 +97,19 @@ TEST_CASE("kernels: a call writes exactly the elements of its range, for rows of
       }
   }
 }
+
+TEST_CASE("kernels: outputs larger than the caches stream and still write exactly their range") {
+  // 17 MiB of f32 output: above lower_elementwise's streaming threshold (16 MiB), in one row
+  // (cols == 1) and in rows of 4096; ranges that start and end off the 16-element blocks.
+  for (auto [rows, cols] :
+       std::vector<std::pair<int64_t, int64_t>>{{(int64_t(17) << 18) + 5, 1}, {1088, 4096}}) {
+    Case c = compile(rows, cols);
+    int64_t n = rows * cols;
+    for (auto [begin, end] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, n}, {3, n - 7}, {16, n / 2}, {n / 2 + 1, n}}) {
+      std::string problem = run_range(c, begin, end);
+      INFO(problem);
+      CHECK(problem.empty());
+    }
+  }
+}

@@ -16,6 +16,7 @@
 #include "rlx/runtime.hpp"
 
 #include <llvm/IR/Function.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 
 #include <algorithm>
@@ -27,6 +28,10 @@ namespace rlx::jit {
 namespace {
 
 using ir::DType;
+
+/// Kernels whose outputs take at least this many bytes store them with non-temporal stores:
+/// larger than this machine's last-level cache share (a heuristic: 16 MiB).
+constexpr int64_t kStreamBytes = int64_t(16) << 20;
 using ir::OpKind;
 
 bool native_dtype(DType t) {
@@ -273,6 +278,12 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   int64_t numel = 1;
   for (int64_t sz : k.shape.sizes()) numel *= sz;
   bool generic = layout.inner == numel && extent_policy() == ExtentPolicy::Generic;
+  // Streaming stores when the outputs exceed the caches (they would only evict the inputs and
+  // cost a read for ownership each): vector kernels on x86 (8 or 16 lanes), rows that keep
+  // vectors 64-byte aligned (threads take 16-element blocks, jit/executable.cpp).
+  int64_t out_bytes = 0;
+  for (ir::NodeId o : k.outputs) out_bytes += numel * int64_t(ir::size_bytes(g.shape(o).dtype()));
+  const bool stream = lanes >= 8 && out_bytes >= kStreamBytes && layout.inner % 16 == 0;
   llvm::Value* inner = generic ? end : b.getInt64(uint64_t(layout.inner));
 
   // Rows [begin / inner, ceil(end / inner)), each clipped to [begin, end).
@@ -293,6 +304,29 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
     return llvm::Align(mb.module->getDataLayout().getTypeStoreSize(storage_type(t)));
   };
   using Vals = std::vector<llvm::Value*>;
+  // A store; when streaming, a non-temporal one where the address is 64-byte aligned (every
+  // vector but a row's shifted last one).
+  auto store = [&](llvm::Value* v, llvm::Value* p, llvm::Align a) {
+    if (!stream) {
+      b.CreateAlignedStore(v, p, a);
+      return;
+    }
+    llvm::Function* fn = b.GetInsertBlock()->getParent();
+    auto* nt = llvm::BasicBlock::Create(ctx, "stream", fn);
+    auto* plain = llvm::BasicBlock::Create(ctx, "store", fn);
+    auto* join = llvm::BasicBlock::Create(ctx, "stored", fn);
+    llvm::Value* low = b.CreateAnd(b.CreatePtrToInt(p, i64), b.getInt64(63));
+    b.CreateCondBr(b.CreateICmpEQ(low, b.getInt64(0)), nt, plain);
+    b.SetInsertPoint(nt);
+    llvm::StoreInst* st = b.CreateAlignedStore(v, p, llvm::Align(64));
+    st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                    llvm::MDNode::get(ctx, llvm::ConstantAsMetadata::get(b.getInt32(1))));
+    b.CreateBr(join);
+    b.SetInsertPoint(plain);
+    b.CreateAlignedStore(v, p, a);
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+  };
   // Vector kernels run a row in full vectors; the last one is shifted back to end at the row's
   // end (recomputing a few elements: outputs never alias inputs). A row shorter than a vector
   // runs in stack copies padded to a vector. So every access is a plain vector load or store
@@ -404,7 +438,7 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
             values.emplace(id.index, v);
             if (std::find(k.outputs.begin(), k.outputs.end(), id) == k.outputs.end()) continue;
             llvm::Value* p = b.CreateInBoundsGEP(storage_type(t), out_base[out_slot++], c);
-            b.CreateAlignedStore(to_storage(v, t), p, align(t));
+            store(to_storage(v, t), p, align(t));
           }
           return Vals{};
         },
@@ -425,6 +459,8 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
     }
     return Vals{};
   });
+  if (stream) // streaming stores are weakly ordered: drain them before the caller goes on
+    b.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});
   b.CreateRetVoid();
   mb.passes = lanes ? Passes::Straight : Passes::Loops;
   if (!t_emit.scalarized || !lanes) count_extents(generic);
