@@ -38,19 +38,29 @@ private:
   std::optional<std::string> old_;
 };
 
-/// A graph with a composite op, for decompose.
+/// A graph where every pass has work: a param to bake, weight-only math to fold, an identity,
+/// a duplicate and dead code.
 ir::Graph sample() {
   return ir::parse_text(R"(graph @sample {
   %0 = input("x") : [2, 3] f32
-  %1 = softmax(%0, axis=1) : [2, 3] f32
-  return %1
+  %1 = param("scale") : [3] f32
+  %2 = constant(data=x"0000803f") : [] f32
+  %3 = add(%1, %2) : [3] f32                    // scale + 1: folds once scale is baked
+  %4 = mul(%0, %3) : [2, 3] f32
+  %5 = constant(data=x"00000000") : [] f32
+  %6 = add(%4, %5) : [2, 3] f32                 // + 0
+  %7 = exp(%6) : [2, 3] f32
+  %8 = exp(%4) : [2, 3] f32                     // the same as %7 once + 0 is gone
+  %9 = sub(%7, %8) : [2, 3] f32
+  %10 = tanh(%0) : [2, 3] f32                   // dead
+  return %9
 })");
 }
 
-passes::PipelineOptions with_decompose() {
-  passes::PipelineOptions opts;
-  opts.decompose = true;
-  return opts;
+passes::PassOptions scale_values() {
+  passes::PassOptions o;
+  o.params["scale"] = interp::Buffer::f32({3}, std::vector<float>{1, 2, 3});
+  return o;
 }
 
 std::vector<std::string_view> names(const std::vector<passes::PassRun>& runs) {
@@ -61,17 +71,34 @@ std::vector<std::string_view> names(const std::vector<passes::PassRun>& runs) {
 
 } // namespace
 
-TEST_CASE("pipeline: decomposes composite ops when asked, and reports what each pass did") {
+TEST_CASE("pipeline: bakes, folds, simplifies, merges and removes dead code in one run") {
   ir::Graph g = sample();
-  passes::PipelineOptions opts = with_decompose();
+  passes::PipelineOptions opts;
+  opts.passes = scale_values();
   opts.verify_each = true;
   std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
-  REQUIRE(runs.size() == 1);
-  CHECK(runs[0].name == "decompose");
-  CHECK(runs[0].changed);
-  CHECK(runs[0].seconds >= 0);
-  CHECK(runs[0].nodes == g.len());
-  for (const ir::Node& n : g.nodes()) CHECK_FALSE(passes::has_decomposition(n.op.kind()));
+  std::string want = R"(graph @sample {
+  %0 = input("x") : [2, 3] f32
+  %1 = constant(data=x"000000400000404000008040") : [3] f32
+  %2 = mul(%0, %1) : [2, 3] f32
+  %3 = exp(%2) : [2, 3] f32
+  %4 = sub(%3, %3) : [2, 3] f32
+  return %4
+}
+)";
+  CHECK(ir::to_text(g) == want);
+  REQUIRE(runs.size() == 5);
+  for (const passes::PassRun& r : runs) {
+    INFO(r.name);
+    CHECK(r.changed);
+    CHECK(r.seconds >= 0);
+  }
+  CHECK(runs.back().nodes == g.len());
+  // the same values as the graph before, with scale fed
+  interp::Feed in{{"x", interp::Buffer::f32({2, 3}, std::vector<float>{1, -2, 0.5f, 3, 0, -1})}};
+  auto before = interp::run(sample(), in, scale_values().params);
+  auto after = interp::run(g, in);
+  CHECK(before == after);
 }
 
 TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose only when asked") {
@@ -108,13 +135,17 @@ TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass 
 TEST_CASE("pipeline: RLX_DEBUG=passes prints the graph after each pass that changed it") {
   ScopedEnv env("RLX_DEBUG", "passes");
   std::ostringstream log;
-  passes::PipelineOptions opts = with_decompose();
+  passes::PipelineOptions opts;
   opts.log = &log;
   ir::Graph g = sample();
   passes::compile_pipeline(g, opts);
   std::string out = log.str();
   INFO(out);
-  CHECK(out == "// after decompose\n" + ir::to_text(g));
+  CHECK(out.find("// after algebraic_simplify\ngraph @sample {") != std::string::npos);
+  CHECK(out.find("// after constant_fold") == std::string::npos); // nothing to fold
+  CHECK(out.find("// after dce\n" + ir::to_text(g)) != std::string::npos);
+  CHECK(out.find("// after param_specialize") == std::string::npos); // no values given
+  CHECK(out.find(" ms ") == std::string::npos);
 }
 
 TEST_CASE("pipeline: RLX_DEBUG=pass-times prints one line per pass, and so does time_passes") {
@@ -122,16 +153,17 @@ TEST_CASE("pipeline: RLX_DEBUG=pass-times prints one line per pass, and so does 
     std::optional<ScopedEnv> env;
     if (from_env) env.emplace("RLX_DEBUG", "pass-times");
     std::ostringstream log;
-    passes::PipelineOptions opts = with_decompose();
+    passes::PipelineOptions opts;
     opts.log = &log;
     opts.time_passes = !from_env;
     ir::Graph g = sample();
     passes::compile_pipeline(g, opts);
     std::string out = log.str();
     INFO(out);
-    CHECK(std::count(out.begin(), out.end(), '\n') == 1);
-    CHECK(out.find("rlx pass decompose") == 0);
-    CHECK(out.find(" ms ") != std::string::npos);
+    CHECK(std::count(out.begin(), out.end(), '\n') == 5);
+    CHECK(out.find("rlx pass cse") != std::string::npos);
+    CHECK(out.find("rlx pass param_specialize") != std::string::npos);
+    CHECK(out.find("(unchanged)") != std::string::npos);
     CHECK(out.find("graph @") == std::string::npos);
   }
 }

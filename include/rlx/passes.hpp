@@ -15,7 +15,12 @@
 namespace rlx::passes {
 
 /// What some passes need to know; one struct for all, so every pass has the same signature.
-struct PassOptions {};
+struct PassOptions {
+  /// constant_fold: the largest result (in elements) it stores as a constant.
+  int64_t fold_max_elements = int64_t(1) << 16;
+  /// param_specialize: values of parameters to bake into the graph, by parameter name.
+  interp::Feed params;
+};
 
 // Every pass takes the graph by reference, rewrites it in place (ids are renumbered densely when
 // nodes go) and returns whether it changed anything. Each states what it assumes, what it
@@ -23,10 +28,47 @@ struct PassOptions {};
 // verified graph whose outputs compute the same values (as the interpreter computes them; the
 // exceptions are named). Unchanged nodes keep their labels and source locations.
 
+/// Replace every Param named in `opts.params` by a Constant holding that buffer.
+/// Assumes: each buffer has its param's exact shape and dtype (else an rlx::Error naming the
+/// param and both shapes); names not in the graph are ignored. Guarantees: those params are no
+/// longer leaves, so callers stop feeding them; Inputs are never touched. Does not fold.
+bool param_specialize(ir::Graph& g, const PassOptions& opts = {});
+
 /// Rewrite every composite op (softmax, norms, attention, rope, fused matmul/SwiGLU, transposed
 /// convolutions) into primitive ops. Guarantees: only primitive ops are left; values agree with
 /// the composite kernels within rounding (not bit for bit). Does not remove dead code.
 bool decompose(ir::Graph& g, const PassOptions& opts = {});
+
+/// Evaluate each pure node whose operands are all constants with the interpreter (the
+/// specification) and replace it by a constant. Guarantees: bit-identical values. Does not fold
+/// results of more than `opts.fold_max_elements` elements, or data movement that would only
+/// enlarge its operands (an expand of a scalar stays an expand), or a node whose kernel throws
+/// (the error stays for run time). Leaves the replaced operands for dce.
+bool constant_fold(ir::Graph& g, const PassOptions& opts = {});
+
+/// Apply a table of identities (src/passes/algebraic_simplify.cpp): x + 0, 0 + x, x - 0,
+/// x * 1, 1 * x, x / 1, x and true, x or false -> x; neg(neg x) -> x for floats; x * 0 -> zeros
+/// for integers only (for floats NaN * 0 and inf * 0 are NaN); cast to the same dtype, reshape
+/// and expand to the same shape, transpose by the identity -> x. An identity fires only when the
+/// result has the surviving operand's shape and dtype, and its constant holds one value in every
+/// element. Guarantees: the same values, NaN and infinities included, except that x + 0 for
+/// x = -0.0 returns -0.0 (IEEE: +0.0): the sign of a zero is the one difference accepted.
+/// Leaves the bypassed nodes for dce.
+bool algebraic_simplify(ir::Graph& g, const PassOptions& opts = {});
+
+/// Common subexpression elimination by hash-consing: two pure nodes with the same op and
+/// attributes, the same (already merged) operands and the same shape become one; operands of
+/// commutative ops match in either order. Equal constants merge (they are values, not part of
+/// the interface); Inputs and Params never do. Guarantees: the same values (max/min of +0 and
+/// -0 with operands swapped may return the other zero). The survivor is the first node; it takes
+/// the label of a merged node when it has none. Leaves no dead nodes behind (merged nodes go).
+bool cse(ir::Graph& g, const PassOptions& opts = {});
+
+/// Dead code elimination: remove pure nodes that no output depends on. Guarantees: every Input
+/// and Param stays, in its order, even when unused: they are the graph's interface (a caller
+/// feeds one buffer per leaf, in graph order), which optimizing must not change; nodes without
+/// the kPure trait are kept too. Does not merge or rewrite anything.
+bool dce(ir::Graph& g, const PassOptions& opts = {});
 
 /// Whether `decompose` has a rule for the kind (every composite op must have one).
 bool has_decomposition(ir::OpKind kind);
@@ -42,8 +84,16 @@ struct PassInfo {
 };
 
 inline constexpr PassInfo kPasses[] = {
+    {"param_specialize", "bake the parameters given in PassOptions::params into constants",
+     &param_specialize},
     {"decompose", "rewrite composite ops (softmax, norms, attention, ...) into primitives",
      &decompose},
+    {"constant_fold", "evaluate nodes whose operands are all constants (the interpreter)",
+     &constant_fold},
+    {"algebraic_simplify", "apply exact identities: x + 0, x * 1, neg(neg x), x * 0 on integers",
+     &algebraic_simplify},
+    {"cse", "merge pure nodes with the same op, attributes, operands and shape", &cse},
+    {"dce", "remove pure nodes that no output depends on (inputs and params stay)", &dce},
 };
 
 /// The catalogue entry of a pass; nullptr when there is none of that name.
@@ -75,9 +125,10 @@ struct PassRun {
   std::size_t nodes = 0; ///< after the pass
 };
 
-/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): [decompose]. Rewrites
-/// g in place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
-/// (dump_changed) and `pass-times` (time_passes) to the options; another item is an rlx::Error.
+/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): param_specialize,
+/// [decompose], constant_fold, algebraic_simplify, cse, dce. Rewrites g in place; returns one
+/// entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes` (dump_changed) and
+/// `pass-times` (time_passes) to the options; another item is an rlx::Error.
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
 
 } // namespace rlx::passes

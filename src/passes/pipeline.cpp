@@ -88,7 +88,12 @@ const PassInfo* find_pass(std::string_view name) {
 
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts) {
   PassRunner run(g, opts);
+  run(param_specialize); // weights given as values become constants, so their math folds below
   if (opts.decompose) run(decompose); // off by default: every backend runs every composite op
+  run(constant_fold);
+  run(algebraic_simplify); // after folding, which makes the constants the identities look for
+  run(cse);                // after simplifying, which makes more nodes alike
+  run(dce);                // last: the passes above leave the nodes they bypassed
   return run.report();
 }
 
