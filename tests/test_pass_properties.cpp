@@ -166,6 +166,31 @@ Subject plant_duplicates(const RandomGraph& rg, Rng& rng) {
   return Subject{std::move(g), feeds_by_name(rg.graph, rg.leaves), {}};
 }
 
+/// rg with, for most float matmuls, a twin product plus a bias (a constant of the last axis, or
+/// of the whole shape) and sometimes an activation, as an extra output: the pattern
+/// fuse_matmul_bias_act looks for, whose rounding differences reach the outputs unamplified.
+Subject plant_bias_act(const RandomGraph& rg, Rng& rng) {
+  std::vector<NodeId> extra;
+  ir::Graph g = rebuild(rg.graph, [&](ir::Graph& h, const ir::Node& n, NodeId id) {
+    if (n.op.kind() != OpKind::MatMul || !ir::is_float(n.shape.dtype()) || !rng.chance(0.8))
+      return id;
+    NodeId mm = h.append_node(n.op, h.node(id).inputs, n.shape, std::nullopt);
+    std::vector<int64_t> dims = n.shape.sizes();
+    if (!dims.empty() && rng.chance(0.7)) dims = {dims.back()};
+    ir::Shape bias_shape = ir::Shape::of(dims, n.shape.dtype());
+    Buffer bias = random_values(bias_shape, FillSpec{}, rng);
+    NodeId b = h.append_node(passes::constant_op(bias), {}, bias_shape, std::nullopt);
+    NodeId sum = rng.chance(0.5) ? h.add(mm, b) : h.add(b, mm);
+    OpKind act = rng.pick({OpKind::Relu, OpKind::Gelu, OpKind::Silu, OpKind::Tanh, OpKind::Abs});
+    extra.push_back(rng.chance(0.6) ? h.add_inferred(ir::Op(act), {sum}) : sum);
+    return id;
+  });
+  std::vector<NodeId> outs = g.outputs;
+  outs.insert(outs.end(), extra.begin(), extra.end());
+  g.set_outputs(outs);
+  return Subject{std::move(g), feeds_by_name(rg.graph, rg.leaves), {}};
+}
+
 /// rg as it is, with values for about half of its params in the options.
 Subject specialize_some(const RandomGraph& rg, Rng& rng) {
   Subject s{rg.graph, feeds_by_name(rg.graph, rg.leaves), {}};
@@ -180,11 +205,12 @@ Subject subject_for(std::string_view pass, const RandomGraph& rg, Rng& rng) {
   if (pass == "constant_fold") return bake_leaves(rg, rng, 0.6);
   if (pass == "algebraic_simplify") return plant_identities(rg, rng);
   if (pass == "cse") return plant_duplicates(rg, rng);
+  if (pass == "fuse_matmul_bias_act") return plant_bias_act(rg, rng);
   return Subject{rg.graph, feeds_by_name(rg.graph, rg.leaves), {}}; // decompose, dce
 }
 
-/// Everything at once, for the pipeline: some leaves baked, identities and duplicates planted,
-/// some params given values.
+/// Everything at once, for the pipeline: some leaves baked, identities, duplicates and bias adds
+/// planted, some params given values.
 Subject pipeline_subject(const RandomGraph& rg, Rng& rng) {
   Subject baked = bake_leaves(rg, rng, 0.3);
   RandomGraph step{rg.seed, baked.graph, {}};
@@ -196,6 +222,7 @@ Subject pipeline_subject(const RandomGraph& rg, Rng& rng) {
   }
   step.graph = plant_identities(step, rng).graph;
   step.graph = plant_duplicates(step, rng).graph;
+  step.graph = plant_bias_act(step, rng).graph;
   Subject s = specialize_some(step, rng);
   s.feeds = baked.feeds;
   return s;
@@ -227,7 +254,7 @@ TEST_CASE("properties: every pass keeps the outputs of random graphs and reports
       REQUIRE_MESSAGE(!want.error, "seed " << seed << ": the graph prepared for " << pass.name
                                            << " does not run: " << *want.error);
       ir::Graph g = s.graph;
-      PassCheck c = run_and_check(pass, g, s.opts, s.feeds);
+      PassCheck c = run_and_check(pass, g, s.opts, {s.feeds});
       ++graphs;
       fired += c.changed;
       if (c.problems.empty()) continue;
@@ -260,10 +287,11 @@ TEST_CASE("properties: the whole pipeline keeps the outputs of random graphs") {
     opts.passes = s.opts;
     opts.verify_each = true;
     opts.decompose = seed % 2 == 0;
+    opts.fuse = seed % 3 == 0;
     std::string problems;
     try {
       passes::compile_pipeline(g, opts);
-      problems = compare_graphs(s.graph, want, g, s.feeds, opts.decompose);
+      problems = compare_graphs(s.graph, want, g, s.feeds, opts.decompose || opts.fuse);
       if (interface_of(g) != interface_of(s.graph, s.opts.params))
         problems += "the inputs and params the caller feeds changed\n";
     } catch (const std::exception& e) {
@@ -272,11 +300,12 @@ TEST_CASE("properties: the whole pipeline keeps the outputs of random graphs") {
     shrunk += g.len() < s.graph.len();
     if (problems.empty()) continue;
     if (++failed <= kReportedFailures)
-      FAIL_CHECK("random graph seed "
-                 << seed << std::string(opts.decompose ? " (decompose on)" : "") << ":\n"
-                 << problems << "before:\n"
-                 << ir::to_text(s.graph) << "after:\n"
-                 << ir::to_text(g));
+      FAIL_CHECK("random graph seed " << seed
+                                      << std::string(opts.decompose ? " (decompose on)" : "")
+                                      << std::string(opts.fuse ? " (fuse on)" : "") << ":\n"
+                                      << problems << "before:\n"
+                                      << ir::to_text(s.graph) << "after:\n"
+                                      << ir::to_text(g));
   }
   MESSAGE("pipeline: " << graphs << " random graphs in " << seconds_since(t0) << " s, " << shrunk
                        << " got smaller, " << failed << " failed");

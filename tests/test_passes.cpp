@@ -145,10 +145,11 @@ passes::PassOptions case_options(const Case& c, const ir::Graph& g) {
   return opts;
 }
 
-/// Values for g's leaves that probe the edges: every float edge value (NaN, infinities, signed
-/// zeros, ...), integer extremes, both bools; params given in opts are fed those values. None
-/// when g has dynamic dims (the interpreter runs bound graphs only).
-Feeds edge_feeds(const ir::Graph& g, const passes::PassOptions& opts) {
+/// Values for g's leaves: with `edges`, every float edge value (NaN, infinities, signed zeros,
+/// ...) and integer extremes; else ordinary values (uniform floats, small integers), where
+/// sums and products stay finite. Params given in opts get those values. None when g has
+/// dynamic dims (the interpreter runs bound graphs only).
+Feeds case_feeds(const ir::Graph& g, const passes::PassOptions& opts, bool edges) {
   if (g.has_dynamic_dims()) return {};
   Rng rng(7);
   std::vector<Buffer> leaves;
@@ -160,9 +161,9 @@ Feeds edge_feeds(const ir::Graph& g, const passes::PassOptions& opts) {
       continue;
     }
     ir::DType t = n.shape.dtype();
-    FillSpec spec = ir::is_float(t)  ? FillSpec{Fill::Special, -3, 3}
-                    : ir::is_bool(t) ? FillSpec{Fill::Bool, 0, 1}
-                                     : FillSpec{Fill::IntEdge, -5, 5};
+    FillSpec spec = ir::is_bool(t)    ? FillSpec{Fill::Bool, 0, 1}
+                    : ir::is_float(t) ? FillSpec{edges ? Fill::Special : Fill::Uniform, -3, 3}
+                                      : FillSpec{edges ? Fill::IntEdge : Fill::Integers, -5, 5};
     leaves.push_back(random_values(n.shape, spec, rng));
   }
   return feeds_by_name(g, leaves);
@@ -204,7 +205,8 @@ std::pair<std::string, std::string> run_case(const passes::PassInfo& pass, const
     return {c.expect_line, c.expect};
   }
   const ir::Graph input = g;
-  PassCheck check = run_and_check(pass, g, opts, edge_feeds(input, opts));
+  PassCheck check =
+      run_and_check(pass, g, opts, {case_feeds(input, opts, true), case_feeds(input, opts, false)});
   CHECK_MESSAGE(check.problems.empty(), check.problems);
   std::string got = ir::to_text(g);
   bool known = kind.empty() || kind == "unchanged";

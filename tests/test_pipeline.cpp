@@ -101,15 +101,17 @@ TEST_CASE("pipeline: bakes, folds, simplifies, merges and removes dead code in o
   CHECK(before == after);
 }
 
-TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose only when asked") {
+TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose and fusion when asked") {
   std::vector<std::string_view> all;
   for (const passes::PassInfo& p : passes::kPasses) all.push_back(p.name);
-  std::vector<std::string_view> without = all;
-  std::erase(without, "decompose");
+  std::vector<std::string_view> by_default = all;
+  std::erase(by_default, "decompose");
+  std::erase(by_default, "fuse_matmul_bias_act");
   ir::Graph g = sample();
-  CHECK(names(passes::compile_pipeline(g)) == without);
+  CHECK(names(passes::compile_pipeline(g)) == by_default);
   passes::PipelineOptions opts;
   opts.decompose = true;
+  opts.fuse = true;
   g = sample();
   CHECK(names(passes::compile_pipeline(g, opts)) == all);
 }
@@ -123,6 +125,7 @@ TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass 
   ir::Graph before = g;
   passes::PipelineOptions opts;
   opts.decompose = true;
+  opts.fuse = true;
   std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
   CHECK(runs.size() == std::size(passes::kPasses));
   for (const passes::PassRun& r : runs) {

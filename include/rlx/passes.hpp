@@ -70,6 +70,14 @@ bool cse(ir::Graph& g, const PassOptions& opts = {});
 /// the kPure trait are kept too. Does not merge or rewrite anything.
 bool dce(ir::Graph& g, const PassOptions& opts = {});
 
+/// Fuse x @ w + bias [then an activation] into one fused_matmul_bias_act node. Assumes the
+/// product and the sum are floats of one shape and dtype (the bias broadcasts without changing
+/// them), the product has no other reader, and the activation (default attributes only) is the
+/// sum's only reader; else it fuses less (matmul and add) or nothing. Guarantees: the same values
+/// within rounding (the fused kernel adds the bias before rounding the product). Leaves no dead
+/// nodes; the fused node takes the label and source line of the last node it replaces.
+bool fuse_matmul_bias_act(ir::Graph& g, const PassOptions& opts = {});
+
 /// Whether `decompose` has a rule for the kind (every composite op must have one).
 bool has_decomposition(ir::OpKind kind);
 
@@ -81,19 +89,22 @@ struct PassInfo {
   std::string_view name;    ///< as in RLX_DEBUG output, tests/passes/<name>/, and find_pass
   std::string_view summary; ///< one line
   PassFn run;
+  bool exact; ///< the outputs keep their values bit for bit (else: within rounding)
 };
 
 inline constexpr PassInfo kPasses[] = {
     {"param_specialize", "bake the parameters given in PassOptions::params into constants",
-     &param_specialize},
+     &param_specialize, true},
     {"decompose", "rewrite composite ops (softmax, norms, attention, ...) into primitives",
-     &decompose},
+     &decompose, false},
     {"constant_fold", "evaluate nodes whose operands are all constants (the interpreter)",
-     &constant_fold},
+     &constant_fold, true},
     {"algebraic_simplify", "apply exact identities: x + 0, x * 1, neg(neg x), x * 0 on integers",
-     &algebraic_simplify},
-    {"cse", "merge pure nodes with the same op, attributes, operands and shape", &cse},
-    {"dce", "remove pure nodes that no output depends on (inputs and params stay)", &dce},
+     &algebraic_simplify, true},
+    {"cse", "merge pure nodes with the same op, attributes, operands and shape", &cse, true},
+    {"fuse_matmul_bias_act", "fuse matmul, bias add and activation into fused_matmul_bias_act",
+     &fuse_matmul_bias_act, false},
+    {"dce", "remove pure nodes that no output depends on (inputs and params stay)", &dce, true},
 };
 
 /// The catalogue entry of a pass; nullptr when there is none of that name.
@@ -106,6 +117,10 @@ struct PipelineOptions {
   /// Run decompose. Off by default: every backend has a kernel for every composite op, and the
   /// JIT's row kernels are faster than the decomposed forms.
   bool decompose = false;
+  /// Run the fusion passes (today fuse_matmul_bias_act). Off by default until the backends say
+  /// which fused ops they run faster than their parts (the JIT runs fused_matmul_bias_act with
+  /// the interpreter's kernel, and the add and activation as a vectorized loop when unfused).
+  bool fuse = false;
   /// ir::verify before the first pass (an rlx::Error for a bad input graph) and after each one
   /// (an InternalError naming the pass that broke the graph). Tests turn it on.
   bool verify_each = false;
@@ -126,9 +141,9 @@ struct PassRun {
 };
 
 /// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): param_specialize,
-/// [decompose], constant_fold, algebraic_simplify, cse, dce. Rewrites g in place; returns one
-/// entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes` (dump_changed) and
-/// `pass-times` (time_passes) to the options; another item is an rlx::Error.
+/// [decompose], constant_fold, algebraic_simplify, cse, [fuse_matmul_bias_act], dce. Rewrites g in
+/// place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
+/// (dump_changed) and `pass-times` (time_passes) to the options; another item is an rlx::Error.
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
 
 } // namespace rlx::passes

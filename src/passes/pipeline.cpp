@@ -88,12 +88,19 @@ const PassInfo* find_pass(std::string_view name) {
 
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts) {
   PassRunner run(g, opts);
-  run(param_specialize); // weights given as values become constants, so their math folds below
-  if (opts.decompose) run(decompose); // off by default: every backend runs every composite op
+  // Weights given as values become constants, so that their math folds below.
+  run(param_specialize);
+  // Off by default: every backend runs every composite op.
+  if (opts.decompose) run(decompose);
   run(constant_fold);
-  run(algebraic_simplify); // after folding, which makes the constants the identities look for
-  run(cse);                // after simplifying, which makes more nodes alike
-  run(dce);                // last: the passes above leave the nodes they bypassed
+  // After folding, which makes the constants the identities look for.
+  run(algebraic_simplify);
+  // After simplifying, which makes more nodes alike.
+  run(cse);
+  // Fusion on the smallest graph; off by default until the backends choose their fused ops.
+  if (opts.fuse) run(fuse_matmul_bias_act);
+  // Last: the passes above leave the nodes they bypass.
+  run(dce);
   return run.report();
 }
 

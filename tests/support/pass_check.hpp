@@ -7,6 +7,7 @@
 
 #include <rlx/rlx.hpp>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,7 +47,7 @@ inline RunResult interp_run(const ir::Graph& g, const Feeds& f) {
 
 /// "" when `after` computes what `before` computed on the same feeds; else a report. Values are
 /// compared exactly (NaN equals NaN, and -0.0 equals +0.0), or, with `rounding` (passes that
-/// change how a value is computed, like decompose), within output_tolerance of `before`.
+/// change how a value is computed: not PassInfo::exact), within output_tolerance of `before`.
 inline std::string compare_graphs(const ir::Graph& before, const RunResult& want,
                                   const ir::Graph& after, const Feeds& f, bool rounding) {
   RunResult got = interp_run(after, f);
@@ -87,9 +88,10 @@ struct PassCheck {
 /// Run `info` on g (replaced by the result) with `opts`, and check: the result verifies;
 /// `changed` is true exactly when the graph differs; a second run reports no change and changes
 /// nothing; the inputs and params are the same but for those opts.params bakes; the interpreter
-/// computes the same outputs on `feeds` (when it runs `before` at all).
+/// computes the same outputs on each set of `feeds` (on which it runs `before` at all).
 inline PassCheck run_and_check(const passes::PassInfo& info, ir::Graph& g,
-                               const passes::PassOptions& opts, const Feeds& feeds) {
+                               const passes::PassOptions& opts,
+                               std::initializer_list<Feeds> feeds) {
   PassCheck c;
   const ir::Graph before = g;
   std::string name(info.name);
@@ -112,9 +114,10 @@ inline PassCheck run_and_check(const passes::PassInfo& info, ir::Graph& g,
   ir::Graph again = g;
   if (info.run(again, opts) || !(again == g))
     c.problems += name + " changes the graph again on a second run:\n" + ir::to_text(again);
-  RunResult want = interp_run(before, feeds);
-  if (!want.error) {
-    std::string diff = compare_graphs(before, want, g, feeds, info.run == &passes::decompose);
+  for (const Feeds& f : feeds) {
+    RunResult want = interp_run(before, f);
+    if (want.error) continue;
+    std::string diff = compare_graphs(before, want, g, f, !info.exact);
     if (!diff.empty()) c.problems += "outputs differ after " + name + ":\n" + diff;
   }
   if (!c.problems.empty()) c.problems += "after " + name + ":\n" + ir::to_text(g);
