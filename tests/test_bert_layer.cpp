@@ -95,11 +95,34 @@ TEST_CASE("bert: an encoder layer matches PyTorch's TransformerEncoderLayer with
 }
 
 TEST_CASE("bert: the decomposed layer (primitives only) matches PyTorch too") {
-  Graph d = passes::decompose(bert_layer());
+  Graph d = bert_layer();
+  CHECK(passes::decompose(d));
   verify(d);
   for (const Node& n : d.nodes()) CHECK_FALSE(passes::has_decomposition(n.op.kind()));
   Buffer want = io::load_npy(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/bert/expected.npy");
   double err = max_abs_diff(interp::run(d, inputs(), params())[0], want);
+  INFO("max |rlx - torch| = " << err);
+  CHECK(err < 1e-4);
+}
+
+TEST_CASE("bert: with fusion the pipeline makes its four linear layers fused nodes, and the "
+          "layer still matches PyTorch") {
+  Graph g = bert_layer();
+  passes::PipelineOptions opts;
+  opts.fuse = true;
+  opts.verify_each = true;
+  passes::compile_pipeline(g, opts);
+  int fused = 0, with_gelu = 0;
+  for (const Node& n : g.nodes()) {
+    CHECK(n.op.kind() != OpKind::MatMul);
+    if (n.op.kind() != OpKind::FusedMatMulBiasAct) continue;
+    ++fused;
+    with_gelu += n.op.attrs<FusedMatMulAttrs>().activation == Activation::Gelu;
+  }
+  CHECK(fused == 4);
+  CHECK(with_gelu == 1);
+  Buffer want = io::load_npy(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/bert/expected.npy");
+  double err = max_abs_diff(interp::run(g, inputs(), params())[0], want);
   INFO("max |rlx - torch| = " << err);
   CHECK(err < 1e-4);
 }

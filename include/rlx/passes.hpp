@@ -1,17 +1,149 @@
-// include/rlx/passes.hpp -- the optimizer's passes, one line each (the table of contents).
+// include/rlx/passes.hpp -- the optimizer's passes, one line each (the table of contents), and
+// the compile pipeline that runs them in order.
 #pragma once
 
+#include "rlx/interp.hpp"
 #include "rlx/ir/graph.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <string_view>
+#include <vector>
 
 namespace rlx::passes {
 
+/// What some passes need to know; one struct for all, so every pass has the same signature.
+struct PassOptions {
+  /// constant_fold: the largest result (in elements) it stores as a constant.
+  int64_t fold_max_elements = int64_t(1) << 16;
+  /// param_specialize: values of parameters to bake into the graph, by parameter name.
+  interp::Feed params;
+};
+
+// Every pass takes the graph by reference, rewrites it in place (ids are renumbered densely when
+// nodes go) and returns whether it changed anything. Each states what it assumes, what it
+// guarantees and what it leaves to other passes. All of them assume a verified graph and leave a
+// verified graph whose outputs compute the same values (as the interpreter computes them; the
+// exceptions are named). Unchanged nodes keep their labels and source locations.
+
+/// Replace every Param named in `opts.params` by a Constant holding that buffer.
+/// Assumes: each buffer has its param's exact shape and dtype (else an rlx::Error naming the
+/// param and both shapes); names not in the graph are ignored. Guarantees: those params are no
+/// longer leaves, so callers stop feeding them; Inputs are never touched. Does not fold.
+bool param_specialize(ir::Graph& g, const PassOptions& opts = {});
+
 /// Rewrite every composite op (softmax, norms, attention, rope, fused matmul/SwiGLU, transposed
-/// convolutions) into primitive ops. Assumes a verified graph; guarantees the same outputs (as
-/// the interpreter computes them) with only primitive ops left; leaves other nodes as they are
-/// (labels and source locations kept) and does not remove dead code.
-ir::Graph decompose(const ir::Graph& g);
+/// convolutions) into primitive ops. Guarantees: only primitive ops are left; values agree with
+/// the composite kernels within rounding (not bit for bit). Does not remove dead code.
+bool decompose(ir::Graph& g, const PassOptions& opts = {});
+
+/// Evaluate each pure node whose operands are all constants with the interpreter (the
+/// specification) and replace it by a constant. Guarantees: bit-identical values. Does not fold
+/// results of more than `opts.fold_max_elements` elements, or data movement that would only
+/// enlarge its operands (an expand of a scalar stays an expand), or a node whose kernel throws
+/// (the error stays for run time). Leaves the replaced operands for dce.
+bool constant_fold(ir::Graph& g, const PassOptions& opts = {});
+
+/// Apply a table of identities (src/passes/algebraic_simplify.cpp): x + 0, 0 + x, x - 0,
+/// x * 1, 1 * x, x / 1, x and true, x or false -> x; neg(neg x) -> x for floats; x * 0 -> zeros
+/// for integers only (for floats NaN * 0 and inf * 0 are NaN); cast to the same dtype, reshape
+/// and expand to the same shape, transpose by the identity -> x. An identity fires only when the
+/// result has the surviving operand's shape and dtype, and its constant holds one value in every
+/// element. Guarantees: the same values, NaN and infinities included, except that x + 0 for
+/// x = -0.0 returns -0.0 (IEEE: +0.0): the sign of a zero is the one difference accepted.
+/// Leaves the bypassed nodes for dce.
+bool algebraic_simplify(ir::Graph& g, const PassOptions& opts = {});
+
+/// Common subexpression elimination by hash-consing: two pure nodes with the same op and
+/// attributes, the same (already merged) operands and the same shape become one; operands of
+/// commutative ops match in either order. Equal constants merge (they are values, not part of
+/// the interface); Inputs and Params never do. Guarantees: the same values (max/min of +0 and
+/// -0 with operands swapped may return the other zero). The survivor is the first node; it takes
+/// the label of a merged node when it has none. Leaves no dead nodes behind (merged nodes go).
+bool cse(ir::Graph& g, const PassOptions& opts = {});
+
+/// Dead code elimination: remove pure nodes that no output depends on. Guarantees: every Input
+/// and Param stays, in its order, even when unused: they are the graph's interface (a caller
+/// feeds one buffer per leaf, in graph order), which optimizing must not change; nodes without
+/// the kPure trait are kept too. Does not merge or rewrite anything.
+bool dce(ir::Graph& g, const PassOptions& opts = {});
+
+/// Fuse x @ w + bias [then an activation] into one fused_matmul_bias_act node. Assumes the
+/// product and the sum are floats of one shape and dtype (the bias broadcasts without changing
+/// them), the product has no other reader, and the activation (default attributes only) is the
+/// sum's only reader; else it fuses less (matmul and add) or nothing. Guarantees: the same values
+/// within rounding (the fused kernel adds the bias before rounding the product). Leaves no dead
+/// nodes; the fused node takes the label and source line of the last node it replaces.
+bool fuse_matmul_bias_act(ir::Graph& g, const PassOptions& opts = {});
 
 /// Whether `decompose` has a rule for the kind (every composite op must have one).
 bool has_decomposition(ir::OpKind kind);
+
+// ---- The catalogue: every pass, in pipeline order.
+
+using PassFn = bool (*)(ir::Graph& g, const PassOptions& opts);
+
+struct PassInfo {
+  std::string_view name;    ///< as in RLX_DEBUG output, tests/passes/<name>/, and find_pass
+  std::string_view summary; ///< one line
+  PassFn run;
+  bool exact; ///< the outputs keep their values bit for bit (else: within rounding)
+};
+
+inline constexpr PassInfo kPasses[] = {
+    {"param_specialize", "bake the parameters given in PassOptions::params into constants",
+     &param_specialize, true},
+    {"decompose", "rewrite composite ops (softmax, norms, attention, ...) into primitives",
+     &decompose, false},
+    {"constant_fold", "evaluate nodes whose operands are all constants (the interpreter)",
+     &constant_fold, true},
+    {"algebraic_simplify", "apply exact identities: x + 0, x * 1, neg(neg x), x * 0 on integers",
+     &algebraic_simplify, true},
+    {"cse", "merge pure nodes with the same op, attributes, operands and shape", &cse, true},
+    {"fuse_matmul_bias_act", "fuse matmul, bias add and activation into fused_matmul_bias_act",
+     &fuse_matmul_bias_act, false},
+    {"dce", "remove pure nodes that no output depends on (inputs and params stay)", &dce, true},
+};
+
+/// The catalogue entry of a pass; nullptr when there is none of that name.
+const PassInfo* find_pass(std::string_view name);
+
+// ---- The compile pipeline
+
+struct PipelineOptions {
+  PassOptions passes;
+  /// Run decompose. Off by default: every backend has a kernel for every composite op, and the
+  /// JIT's row kernels are faster than the decomposed forms.
+  bool decompose = false;
+  /// Run the fusion passes (today fuse_matmul_bias_act). Off by default until the backends say
+  /// which fused ops they run faster than their parts (the JIT runs fused_matmul_bias_act with
+  /// the interpreter's kernel, and the add and activation as a vectorized loop when unfused).
+  bool fuse = false;
+  /// ir::verify before the first pass (an rlx::Error for a bad input graph) and after each one
+  /// (an InternalError naming the pass that broke the graph). Tests turn it on.
+  bool verify_each = false;
+  /// Print the graph's text IR after each pass that changed it (also: RLX_DEBUG=passes).
+  bool dump_changed = false;
+  /// Print one line per pass with its time and node count (also: RLX_DEBUG=pass-times).
+  bool time_passes = false;
+  /// Where dumps and times go; nullptr means std::cerr.
+  std::ostream* log = nullptr;
+};
+
+/// What one pass did in a pipeline run.
+struct PassRun {
+  std::string_view name;
+  bool changed = false;
+  double seconds = 0;
+  std::size_t nodes = 0; ///< after the pass
+};
+
+/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): param_specialize,
+/// [decompose], constant_fold, algebraic_simplify, cse, [fuse_matmul_bias_act], dce. Rewrites g in
+/// place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
+/// (dump_changed) and `pass-times` (time_passes) to the options; another item is an rlx::Error.
+std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
 
 } // namespace rlx::passes

@@ -1,0 +1,200 @@
+// tests/test_pipeline.cpp -- the compile pipeline: its order, its report, RLX_DEBUG, and one
+// graph that every pass has a part in.
+#include "support/check_error.hpp"
+
+#include <rlx/rlx.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace rlx;
+
+namespace {
+
+/// Sets an environment variable for the lifetime of the object, then restores it.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+/// A graph where every pass has work: a param to bake, weight-only math to fold, an identity,
+/// a duplicate and dead code.
+ir::Graph sample() {
+  return ir::parse_text(R"(graph @sample {
+  %0 = input("x") : [2, 3] f32
+  %1 = param("scale") : [3] f32
+  %2 = constant(data=x"0000803f") : [] f32
+  %3 = add(%1, %2) : [3] f32                    // scale + 1: folds once scale is baked
+  %4 = mul(%0, %3) : [2, 3] f32
+  %5 = constant(data=x"00000000") : [] f32
+  %6 = add(%4, %5) : [2, 3] f32                 // + 0
+  %7 = exp(%6) : [2, 3] f32
+  %8 = exp(%4) : [2, 3] f32                     // the same as %7 once + 0 is gone
+  %9 = sub(%7, %8) : [2, 3] f32
+  %10 = tanh(%0) : [2, 3] f32                   // dead
+  return %9
+})");
+}
+
+passes::PassOptions scale_values() {
+  passes::PassOptions o;
+  o.params["scale"] = interp::Buffer::f32({3}, std::vector<float>{1, 2, 3});
+  return o;
+}
+
+std::vector<std::string_view> names(const std::vector<passes::PassRun>& runs) {
+  std::vector<std::string_view> v;
+  for (const passes::PassRun& r : runs) v.push_back(r.name);
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("pipeline: bakes, folds, simplifies, merges and removes dead code in one run") {
+  ir::Graph g = sample();
+  passes::PipelineOptions opts;
+  opts.passes = scale_values();
+  opts.verify_each = true;
+  std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
+  std::string want = R"(graph @sample {
+  %0 = input("x") : [2, 3] f32
+  %1 = constant(data=x"000000400000404000008040") : [3] f32
+  %2 = mul(%0, %1) : [2, 3] f32
+  %3 = exp(%2) : [2, 3] f32
+  %4 = sub(%3, %3) : [2, 3] f32
+  return %4
+}
+)";
+  CHECK(ir::to_text(g) == want);
+  REQUIRE(runs.size() == 5);
+  for (const passes::PassRun& r : runs) {
+    INFO(r.name);
+    CHECK(r.changed);
+    CHECK(r.seconds >= 0);
+  }
+  CHECK(runs.back().nodes == g.len());
+  // the same values as the graph before, with scale fed
+  interp::Feed in{{"x", interp::Buffer::f32({2, 3}, std::vector<float>{1, -2, 0.5f, 3, 0, -1})}};
+  auto before = interp::run(sample(), in, scale_values().params);
+  auto after = interp::run(g, in);
+  CHECK(before == after);
+}
+
+TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose and fusion when asked") {
+  std::vector<std::string_view> all;
+  for (const passes::PassInfo& p : passes::kPasses) all.push_back(p.name);
+  std::vector<std::string_view> by_default = all;
+  std::erase(by_default, "decompose");
+  std::erase(by_default, "fuse_matmul_bias_act");
+  ir::Graph g = sample();
+  CHECK(names(passes::compile_pipeline(g)) == by_default);
+  passes::PipelineOptions opts;
+  opts.decompose = true;
+  opts.fuse = true;
+  g = sample();
+  CHECK(names(passes::compile_pipeline(g, opts)) == all);
+}
+
+TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass saying so") {
+  ir::Graph g = ir::parse_text(R"(graph @g {
+  %0 = input("x") : [4] f32
+  %1 = exp(%0) : [4] f32
+  return %1
+})");
+  ir::Graph before = g;
+  passes::PipelineOptions opts;
+  opts.decompose = true;
+  opts.fuse = true;
+  std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
+  CHECK(runs.size() == std::size(passes::kPasses));
+  for (const passes::PassRun& r : runs) {
+    INFO(r.name);
+    CHECK_FALSE(r.changed);
+  }
+  CHECK(g == before);
+}
+
+TEST_CASE("pipeline: RLX_DEBUG=passes prints the graph after each pass that changed it") {
+  ScopedEnv env("RLX_DEBUG", "passes");
+  std::ostringstream log;
+  passes::PipelineOptions opts;
+  opts.log = &log;
+  ir::Graph g = sample();
+  passes::compile_pipeline(g, opts);
+  std::string out = log.str();
+  INFO(out);
+  CHECK(out.find("// after algebraic_simplify\ngraph @sample {") != std::string::npos);
+  CHECK(out.find("// after constant_fold") == std::string::npos); // nothing to fold
+  CHECK(out.find("// after dce\n" + ir::to_text(g)) != std::string::npos);
+  CHECK(out.find("// after param_specialize") == std::string::npos); // no values given
+  CHECK(out.find(" ms ") == std::string::npos);
+}
+
+TEST_CASE("pipeline: RLX_DEBUG=pass-times prints one line per pass, and so does time_passes") {
+  for (bool from_env : {true, false}) {
+    std::optional<ScopedEnv> env;
+    if (from_env) env.emplace("RLX_DEBUG", "pass-times");
+    std::ostringstream log;
+    passes::PipelineOptions opts;
+    opts.log = &log;
+    opts.time_passes = !from_env;
+    ir::Graph g = sample();
+    passes::compile_pipeline(g, opts);
+    std::string out = log.str();
+    INFO(out);
+    CHECK(std::count(out.begin(), out.end(), '\n') == 5);
+    CHECK(out.find("rlx pass cse") != std::string::npos);
+    CHECK(out.find("rlx pass param_specialize") != std::string::npos);
+    CHECK(out.find("(unchanged)") != std::string::npos);
+    CHECK(out.find("graph @") == std::string::npos);
+  }
+}
+
+TEST_CASE("pipeline: an unknown RLX_DEBUG item is an error naming the known ones") {
+  ScopedEnv env("RLX_DEBUG", "passes,pases");
+  ir::Graph g = sample();
+  test::check_error([&] { passes::compile_pipeline(g); }, ErrorKind::Value,
+                    "unknown item 'pases'; expected a comma-separated subset of passes,pass-times");
+}
+
+TEST_CASE("pipeline: with verify_each, an invalid input graph is the caller's rlx::Error") {
+  ir::Graph g("bad");
+  ir::NodeId x = g.input("x", ir::Shape({4}, ir::DType::F32));
+  g.set_outputs(
+      {g.append_node(ir::Op(ir::OpKind::Exp), {x}, ir::Shape({5}, ir::DType::F32), std::nullopt)});
+  passes::PipelineOptions opts;
+  opts.verify_each = true;
+  test::check_error([&] { passes::compile_pipeline(g, opts); }, ErrorKind::Verify, "exp");
+}
+
+TEST_CASE("pipeline: find_pass finds every pass of the catalogue by name, and only those") {
+  for (const passes::PassInfo& p : passes::kPasses) {
+    INFO(p.name);
+    REQUIRE(passes::find_pass(p.name) != nullptr);
+    bool same_function = passes::find_pass(p.name)->run == p.run;
+    CHECK(same_function);
+    CHECK(!p.summary.empty());
+  }
+  CHECK(passes::find_pass("fuse_everything") == nullptr);
+}
