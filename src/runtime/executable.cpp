@@ -5,6 +5,7 @@
 
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
+#include "rlx/passes.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -74,9 +75,13 @@ std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
   if (!backend_available(backend))
     fail(ErrorKind::Unsupported, "compile: backend ", enum_name(backend),
          " is not available in this build; use Backend::Interp");
-  if (backend == Backend::Jit) return jit::compile_graph(g);
+  // The compile pipeline (rlx/passes.hpp) runs in front of both backends: its default passes
+  // keep every value bit for bit and the graph's leaves as they are.
   ir::verify(g);
-  return std::make_shared<InterpExecutable>(g);
+  ir::Graph opt = g;
+  passes::compile_pipeline(opt);
+  if (backend == Backend::Jit) return jit::compile_graph(opt);
+  return std::make_shared<InterpExecutable>(opt);
 }
 
 } // namespace
