@@ -12,7 +12,9 @@ namespace rlx::jit {
 class CompiledCode;
 
 /// A native kernel: bufs holds the kernel's input buffers then its output buffers (element
-/// pointers); it computes flat output elements [begin, end).
+/// pointers, 64-byte aligned); it computes flat output elements [begin, end). Element-wise
+/// kernels whose outputs stream (lower_elementwise.cpp) need begin and end to be multiples of
+/// 16 (the executable splits work in 16-element blocks; their element count is one too).
 using KernelFn = void (*)(void* const* bufs, int64_t begin, int64_t end);
 
 struct NativeKernel {
