@@ -23,6 +23,7 @@
 namespace {
 
 constexpr char kTable[] = "elementwise";
+constexpr char kAffineTable[] = "memory-bound elementwise";
 constexpr double kTolerance = 1e-4;
 
 /// The input: a Weyl sequence in [-4, 4), the same values bench/peers.py makes.
@@ -49,6 +50,15 @@ rlx::ir::Graph make_graph(int64_t n) {
   NodeId a = g.add(g.mul(x, g.constant(0.5, DType::F32)), g.constant(0.1, DType::F32));
   NodeId s = g.activation(Activation::Sigmoid, x, g.shape(x));
   g.set_outputs({g.add(g.mul(g.tanh(a), s), g.mul(x, x))});
+  return g;
+}
+
+/// The memory-bound workload: y = x * 1.5 + 1 (one fma's worth of arithmetic per 8 bytes).
+rlx::ir::Graph make_affine_graph(int64_t n) {
+  using namespace rlx::ir;
+  Graph g("bench_affine");
+  NodeId x = g.input("x", Shape({n}, DType::F32));
+  g.set_outputs({g.add(g.mul(x, g.constant(1.5, DType::F32)), g.constant(1.0, DType::F32))});
   return g;
 }
 
@@ -119,6 +129,30 @@ void avx512_expr(const float* x, float* y, int64_t begin, int64_t end) {
 
 #endif
 
+// ---- The memory-bound workload's peers (plain stores: the compilers' choice)
+
+double affine_reference(float x) { return double(x) * double(1.5f) + 1.0; }
+
+void eigen_affine(const float* x, float* y, int64_t begin, int64_t end) {
+  Eigen::Map<const Eigen::ArrayXf> xs(x + begin, Eigen::Index(end - begin));
+  Eigen::Map<Eigen::ArrayXf> ys(y + begin, Eigen::Index(end - begin));
+  ys = xs * 1.5f + 1.0f;
+}
+
+void scalar_affine(const float* x, float* y, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) y[i] = x[i] * 1.5f + 1.0f;
+}
+
+#if defined(__AVX512F__)
+void avx512_affine(const float* x, float* y, int64_t begin, int64_t end) {
+  __m512 a = _mm512_set1_ps(1.5f), c = _mm512_set1_ps(1.0f);
+  int64_t i = begin;
+  for (; i + 16 <= end; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), a), c));
+  for (; i < end; ++i) y[i] = x[i] * 1.5f + 1.0f;
+}
+#endif
+
 using Kernel = void (*)(const float*, float*, int64_t, int64_t);
 
 struct Peer {
@@ -130,10 +164,11 @@ struct Diffs {
   double vs_reference = 0, vs_rlx = 0;
 };
 
-Diffs compare(const std::vector<float>& x, const float* y, const float* rlx_y) {
+Diffs compare(const std::vector<float>& x, const float* y, const float* rlx_y,
+              double (*ref)(float)) {
   Diffs d;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    d.vs_reference = std::max(d.vs_reference, std::abs(double(y[i]) - reference(x[i])));
+    d.vs_reference = std::max(d.vs_reference, std::abs(double(y[i]) - ref(x[i])));
     d.vs_rlx = std::max(d.vs_rlx, std::abs(double(y[i]) - double(rlx_y[i])));
   }
   return d;
@@ -141,41 +176,31 @@ Diffs compare(const std::vector<float>& x, const float* y, const float* rlx_y) {
 
 } // namespace
 
-int main(int argc, char** argv) {
-  bench::Args args = bench::parse_args(argc, argv, {1000, 10000, 100000, 1000000, 10000000});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+struct Workload {
+  const char* table;
+  rlx::ir::Graph (*make_graph)(int64_t);
+  double (*reference)(float);
+  std::vector<Peer> peers;
+  int64_t min_size = 0;
+};
 
-  std::vector<Peer> peers{{"rlx", nullptr}, {"Eigen 3.4", eigen_expr}};
-#if defined(__AVX512F__)
-  peers.push_back({"AVX-512 by hand", avx512_expr});
-#else
-  bench::emit_note(kTable, "AVX-512 by hand: n/a (not compiled with AVX-512: the CPU lacks it)");
-#endif
-  peers.push_back({"scalar std::", scalar_expr});
-
-  bench::emit_note(kTable, "y = tanh(0.5x+0.1)*sigmoid(x) + x^2, f32, x in [-4, 4); time per call");
-  bench::emit_note(kTable, "rlx: rlx::compile(graph, Backend::Jit) once per size, timed "
-                           "Executable::run (allocates and returns the output buffer)");
-  bench::emit_note(kTable, "Eigen, AVX-512 and scalar write into a preallocated array; on 2 "
-                           "threads they split the range over a persistent helper thread with "
-                           "rlx's grain (ranges of at most 32768 elements stay on one thread)");
-  bench::emit_note(kTable, "compiled with -O3 -march=native (AVX-512 by hand: " +
-                               std::string(bench::kBuiltWithAvx512 ? "zmm" : "n/a") + ")");
-
+/// Times every peer of the workload at each size and thread count; false when a peer computed
+/// wrong values.
+bool run(const Workload& w, const bench::Args& args, const bench::Budget& budget) {
   bool ok = true;
   for (int64_t n : args.sizes) {
+    if (n < w.min_size) continue;
     std::vector<float> x = make_input(n);
     std::vector<float> y(std::size_t(n), 0.0f);
     rlx::interp::Buffer xb = rlx::interp::Buffer::f32({n}, x);
     const rlx::interp::Buffer* leaves[] = {&xb};
-    std::shared_ptr<const rlx::Executable> exe = rlx::compile(make_graph(n), rlx::Backend::Jit);
+    std::shared_ptr<const rlx::Executable> exe = rlx::compile(w.make_graph(n), rlx::Backend::Jit);
     std::vector<float> rlx_y = exe->run(leaves)[0].to_f32();
 
     for (int threads : args.threads) {
       rlx::set_num_threads(threads);
       bench::Splitter split(threads);
-      for (const Peer& peer : peers) {
+      for (const Peer& peer : w.peers) {
         std::function<void(int64_t, int64_t)> body;
         if (peer.kernel != nullptr)
           body = [&, k = peer.kernel](int64_t b, int64_t e) { k(x.data(), y.data(), b, e); };
@@ -190,7 +215,7 @@ int main(int argc, char** argv) {
           split.run(n, bench::kGrain, body);
           out = y.data();
         }
-        Diffs d = compare(x, out, rlx_y.data());
+        Diffs d = compare(x, out, rlx_y.data(), w.reference);
         char line[256];
         std::snprintf(line, sizeof line,
                       "check n=%lld threads=%d %s: max|y-f64 ref| = %.3g, "
@@ -219,10 +244,47 @@ int main(int argc, char** argv) {
               },
               budget);
         }
-        bench::emit_time({kTable, peer.name, threads, n, peer.kernel == nullptr}, s);
+        bench::emit_time({w.table, peer.name, threads, n, peer.kernel == nullptr}, s);
       }
     }
   }
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  bench::Args args = bench::parse_args(argc, argv, {1000, 10000, 100000, 1000000, 10000000});
+  bench::Budget budget;
+  budget.seconds = args.budget;
+
+  Workload chain{kTable, make_graph, reference, {{"rlx", nullptr}, {"Eigen 3.4", eigen_expr}}};
+  Workload affine{kAffineTable,
+                  make_affine_graph,
+                  affine_reference,
+                  {{"rlx", nullptr}, {"Eigen 3.4", eigen_affine}},
+                  1000000};
+#if defined(__AVX512F__)
+  chain.peers.push_back({"AVX-512 by hand", avx512_expr});
+  affine.peers.push_back({"AVX-512 by hand", avx512_affine});
+#else
+  bench::emit_note(kTable, "AVX-512 by hand: n/a (not compiled with AVX-512: the CPU lacks it)");
+#endif
+  chain.peers.push_back({"scalar std::", scalar_expr});
+  affine.peers.push_back({"C++ loop (-O3, vectorized by clang)", scalar_affine});
+
+  bench::emit_note(kTable, "y = tanh(0.5x+0.1)*sigmoid(x) + x^2, f32, x in [-4, 4); time per call");
+  bench::emit_note(kTable, "rlx: rlx::compile(graph, Backend::Jit) once per size, timed "
+                           "Executable::run (allocates and returns the output buffer)");
+  bench::emit_note(kTable, "Eigen, AVX-512 and scalar write into a preallocated array; on 2 "
+                           "threads they split the range over a persistent helper thread with "
+                           "rlx's grain (ranges of at most 32768 elements stay on one thread)");
+  bench::emit_note(kTable, "compiled with -O3 -march=native (AVX-512 by hand: " +
+                               std::string(bench::kBuiltWithAvx512 ? "zmm" : "n/a") + ")");
+  bench::emit_note(kAffineTable, "y = x*1.5 + 1, f32, sizes from 1e6: memory-bound; rlx streams "
+                                 "its stores (non-temporal) when the output exceeds 16 MiB, the "
+                                 "peers store normally; otherwise as the table above");
+
+  bool ok = run(chain, args, budget);
+  ok = run(affine, args, budget) && ok;
   if (!ok) std::printf("FAILED: a peer computed wrong values (see the check lines)\n");
   return ok ? 0 : 1;
 }
