@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,11 @@ TEST_CASE("kernels: a call writes exactly the elements of its range, for rows of
 }
 
 TEST_CASE("kernels: outputs larger than the caches stream and still write exactly their range") {
+  // Streaming stores are opt-in (RLX_STREAM_STORES=1, read at each lowering).
+  struct Stream {
+    Stream() { ::setenv("RLX_STREAM_STORES", "1", 1); }
+    ~Stream() { ::unsetenv("RLX_STREAM_STORES"); }
+  } on;
   // 17 MiB of f32 output: above lower_elementwise's streaming threshold (16 MiB), in one row
   // (cols == 1) and in rows of 4096. Streaming kernels take ranges in 16-element blocks, as the
   // executable calls them.

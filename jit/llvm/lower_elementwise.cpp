@@ -22,6 +22,8 @@
 
 #include <algorithm>
 
+#include <cstdlib>
+#include <string_view>
 #include <unordered_map>
 
 namespace rlx::jit {
@@ -58,13 +60,20 @@ bool lowers_natively(const ir::Graph& g, const ir::Node& n) {
 
 namespace {
 
-/// Streaming (non-temporal) stores pay when the outputs exceed the caches (normal stores would
-/// only evict the inputs, and cost a read for ownership each) and the kernel is memory-bound:
-/// measured here, x * 1.5 + 1 over f32[1e7] goes from 1.87 to 1.2-1.5 ms with them, while the
-/// compute-bound tanh(0.5x+0.1)*sigmoid(x)+x^2 goes from 4.1 to 5.5 ms. Candidates: vector
+/// Streaming (non-temporal) stores can pay when the outputs exceed the caches (normal stores
+/// evict the inputs and cost a read for ownership each) and the kernel is memory-bound. On the
+/// machine this was measured on (docs/performance.md, "memory-bound elementwise") they did not:
+/// x * 1.5 + 1 over f32[1e7] was as fast or 5% faster on one thread and 15-25% slower on two,
+/// and a compute-bound kernel got 30% slower. So they are off unless RLX_STREAM_STORES=1 (read
+/// at each lowering). Candidates: vector
 /// kernels on x86 (8 or 16 lanes) with 16 MiB of outputs or more whose rows are whole
 /// 16-element blocks, so with threads taking 16-element blocks (jit/executable.cpp) every
 /// vector store is aligned and none is shifted (such a kernel is compiled for its size).
+bool streaming_enabled() {
+  const char* env = std::getenv("RLX_STREAM_STORES");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
 bool may_stream(const ir::Graph& g, const EwKernel& k, unsigned lanes) {
   int64_t numel = 1;
   for (int64_t sz : k.shape.sizes()) numel *= sz;
@@ -286,7 +295,8 @@ NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   if (t_emit.scalarized) {
     mb.module.reset(); // before its context
     mb = emit_elementwise(g, k, name, 0, false, generic);
-  } else if (may_stream(g, k, lanes) && loop_body_size(*mb.module) <= kStreamMaxBody) {
+  } else if (streaming_enabled() && may_stream(g, k, lanes) &&
+             loop_body_size(*mb.module) <= kStreamMaxBody) {
     mb.module.reset();
     mb = emit_elementwise(g, k, name, lanes, true, generic);
   }
