@@ -83,9 +83,9 @@ bool may_stream(const ir::Graph& g, const EwKernel& k, unsigned lanes) {
          row_layout(k.read_shapes, k.shape).inner % 16 == 0;
 }
 
-/// Memory-bound: the element loop's body (the largest loop block) has at most this many IR
-/// instructions (x + y: 14, exp(x): 28, the tanh*sigmoid kernel: 67).
-constexpr std::size_t kStreamMaxBody = 40;
+/// A small kernel (memory-bound): the element loop's body (the largest loop block) has at most
+/// this many IR instructions (x + y: 14, exp(x): 28, the tanh*sigmoid kernel: 67).
+constexpr std::size_t kSmallBody = 40;
 
 std::size_t loop_body_size(const llvm::Module& m) {
   std::size_t size = 0;
@@ -296,10 +296,12 @@ NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std:
     mb.module.reset(); // before its context
     mb = emit_elementwise(g, k, name, 0, false, generic);
   } else if (streaming_enabled() && may_stream(g, k, lanes) &&
-             loop_body_size(*mb.module) <= kStreamMaxBody) {
+             loop_body_size(*mb.module) <= kSmallBody) {
     mb.module.reset();
     mb = emit_elementwise(g, k, name, lanes, true, generic);
   }
+  // Large vector bodies compile with the fast code generator (session.cpp: codegen_level).
+  mb.fast_codegen = mb.passes == Passes::Straight && loop_body_size(*mb.module) > kSmallBody;
   count_extents(generic);
   return load_kernel(std::move(mb), name);
 }

@@ -127,22 +127,23 @@ public:
     mpm.run(m, mam);
   }
 
-  /// The code generator's optimization level. Code written in vectors is already what the
-  /// machine should run: the fast instruction selection and register allocation of level None
-  /// compile it 2.4x faster (3.5 vs 8.4 ms for bench/'s 16-op kernel) for 5% slower code.
-  /// Scalar loops widened by the loop vectorizer keep the full code generator.
-  static llvm::CodeGenOptLevel codegen_level(Passes passes) {
-    return passes == Passes::Straight ? llvm::CodeGenOptLevel::None
-                                      : llvm::CodeGenOptLevel::Aggressive;
+  /// The code generator's optimization level. Large kernels already written in vectors are
+  /// what the machine should run: the fast instruction selection and register allocation of
+  /// level None compile bench/'s 16-op kernel 2.4x faster (3.5 vs 8.4 ms) for 5% slower code.
+  /// Small loops keep the full code generator: level None keeps the loop counter in memory, a
+  /// store-to-load dependency of ~5 cycles per iteration that a short body cannot hide (x*1.5+1
+  /// ran 28% slower), and they compile quickly anyway.
+  static llvm::CodeGenOptLevel codegen_level(bool fast) {
+    return fast ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
   }
 
   /// Machine code for an optimized module: an object file or assembly text. Locked (the
   /// TargetMachine is not shared between threads).
-  std::string emit(llvm::Module& m, llvm::CodeGenFileType type, Passes passes) {
+  std::string emit(llvm::Module& m, llvm::CodeGenFileType type, bool fast_codegen) {
     llvm::SmallVector<char, 0> out;
     llvm::raw_svector_ostream os(out);
     llvm::legacy::PassManager pm;
-    tm_->setOptLevel(codegen_level(passes));
+    tm_->setOptLevel(codegen_level(fast_codegen));
     if (tm_->addPassesToEmitFile(pm, os, nullptr, type))
       fail(ErrorKind::Runtime, "jit: the target machine cannot emit this file type");
     pm.run(m);
@@ -150,11 +151,12 @@ public:
   }
 
   /// Everything besides the IR that decides the machine code; part of every key.
-  std::string key_prefix(Passes passes) const {
+  std::string key_prefix(Passes passes, bool fast_codegen) const {
     return "rlx kernel cache " + std::to_string(disk::kFormatVersion) +
            "\nrlx " RLX_VERSION "\nllvm " LLVM_VERSION_STRING "\n" + tm_->getTargetTriple().str() +
            "\n" + cpu_ + "\n" + features_ + "\n" + pipeline(passes) + "\ncodegen " +
-           std::to_string(int(codegen_level(passes))) + "\nno-epilogue-vectorization pic small\n";
+           std::to_string(int(codegen_level(fast_codegen))) +
+           "\nno-epilogue-vectorization pic small\n";
   }
 
   std::unique_ptr<llvm::TargetMachine> tm_;
@@ -301,7 +303,7 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   m.setModuleIdentifier("rlx");
   m.setSourceFileName("rlx");
   llvm::BLAKE3 hasher;
-  hasher.update(s.key_prefix(mb.passes));
+  hasher.update(s.key_prefix(mb.passes, mb.fast_codegen));
   { // the bitcode: a complete serialization, several times faster to make than the text
     llvm::SmallVector<char, 0> bitcode;
     llvm::raw_svector_ostream os(bitcode);
@@ -331,7 +333,7 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
     if (debug.dump_asm) {
       std::unique_ptr<llvm::Module> copy = llvm::CloneModule(opt);
       write_dump(debug, module_name + ".s",
-                 s.emit(*copy, llvm::CodeGenFileType::AssemblyFile, mb.passes));
+                 s.emit(*copy, llvm::CodeGenFileType::AssemblyFile, mb.fast_codegen));
     }
   };
 
@@ -383,7 +385,7 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   } else {
     s.optimize(m, mb.passes);
     dump_compiled(m);
-    std::string object = s.emit(m, llvm::CodeGenFileType::ObjectFile, mb.passes);
+    std::string object = s.emit(m, llvm::CodeGenFileType::ObjectFile, mb.fast_codegen);
     ++count.compiled;
     if (!dir.empty() && !disk::store(dir, key, object)) ++count.disk_write_errors;
     std::string error;

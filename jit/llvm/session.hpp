@@ -29,6 +29,9 @@ struct ModuleBuilder {
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
   Passes passes = Passes::Loops;
+  /// Generate machine code at optimization level None (fast instruction selection and register
+  /// allocation): for large bodies already written in vectors (see session.cpp).
+  bool fast_codegen = false;
 };
 ModuleBuilder new_module(const std::string& name);
 
