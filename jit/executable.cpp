@@ -50,7 +50,8 @@ std::string plan_text(const ir::Graph& g, const Plan& plan, const std::vector<st
                   std::to_string(plan.steps.size()) + " steps\n";
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const EwKernel& kern = plan.kernels[k];
-    s += "kernel " + names[k] + " over " + ir::short_str(kern.shape) + "\n";
+    s += "kernel " + names[k] + " over " + ir::short_str(kern.shape) +
+         (kern.row_prologue ? " (a row kernel's prologue)" : "") + "\n";
     s += "  inputs: " + id_list(kern.inputs) + " (buffers " + id_list(kern.buffers) + ")\n";
     for (ir::NodeId id : kern.nodes) s += "    " + ir::node_to_text(g, id) + "\n";
     s += "  outputs: " + id_list(kern.outputs) + "\n";
@@ -62,7 +63,8 @@ std::string plan_text(const ir::Graph& g, const Plan& plan, const std::vector<st
     if (step.kind == Step::Kind::Native)
       s += "kernel " + names[step.kernel] + "\n";
     else if (step.kind == Step::Kind::Row)
-      s += "row kernel " + row_names[i] + ": " + ir::node_to_text(g, step.node) + "\n";
+      s += "row kernel " + row_names[i] + ": " + ir::node_to_text(g, step.node) +
+           (step.prologue ? " (operand 0 computed by " + names[step.kernel] + ")" : "") + "\n";
     else
       s += "runtime " + ir::node_to_text(g, step.node) + "\n";
   }
@@ -95,6 +97,10 @@ public:
     std::vector<std::string> names;
     for (std::size_t k = 0; k < plan_.kernels.size(); ++k) {
       names.push_back(kernel_name());
+      if (plan_.kernels[k].row_prologue) { // compiled into its row kernel
+        kernels_.emplace_back();
+        continue;
+      }
       auto t0 = std::chrono::steady_clock::now();
       kernels_.push_back(lower_elementwise(g, plan_.kernels[k], names.back()));
       std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
@@ -107,11 +113,16 @@ public:
       if (step.kind != Step::Kind::Row) continue;
       std::string& name = row_names[i] = kernel_name();
       auto t0 = std::chrono::steady_clock::now();
-      row_kernels_[i] = lower_row(g, g.node(step.node), name);
+      const EwKernel* prologue = step.prologue ? &plan_.kernels[step.kernel] : nullptr;
+      row_kernels_[i] = lower_row(g, g.node(step.node), name, prologue);
       std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
       const ir::Node& n = g.node(step.node);
-      if (debug.log_compile)
-        log_compile(g, EwKernel{{n.id}, n.inputs, {n.id}, n.shape}, name, ms.count());
+      if (debug.log_compile) {
+        EwKernel logged{{n.id}, n.inputs, {n.id}, n.shape};
+        if (prologue)
+          logged.nodes.insert(logged.nodes.begin(), prologue->nodes.begin(), prologue->nodes.end());
+        log_compile(g, logged, name, ms.count());
+      }
     }
     if (debug.dump_lir)
       write_dump(debug, exe + ".lir.txt", plan_text(g, plan_, names, row_names, exe));
@@ -141,7 +152,7 @@ public:
         owned[n.id.index] = interp::Buffer::uninitialized(n.shape);
         values[n.id.index] = &owned[n.id.index];
         args.clear();
-        for (ir::NodeId in : n.inputs)
+        for (ir::NodeId in : row_reads(step))
           args.push_back(const_cast<std::byte*>(values[in.index]->bytes().data()));
         args.push_back(owned[n.id.index].bytes().data());
         void* const* bufs = args.data();
@@ -203,9 +214,8 @@ private:
     for (ir::NodeId o : g.outputs) keep[o.index] = 1;
     for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
       const Step& step = plan_.steps[s];
-      const std::vector<ir::NodeId>& reads = step.kind == Step::Kind::Native
-                                                 ? plan_.kernels[step.kernel].buffers
-                                                 : g.node(step.node).inputs;
+      std::vector<ir::NodeId> reads =
+          step.kind == Step::Kind::Native ? plan_.kernels[step.kernel].buffers : row_reads(step);
       for (ir::NodeId in : reads) last_use[in.index] = s + 1;
     }
     releases_.assign(plan_.steps.size(), {});
@@ -220,6 +230,16 @@ private:
         releases_[at].push_back(id.index);
       }
     }
+  }
+
+  /// The buffers a Row or Runtime step reads, in its kernel's argument order: the node's
+  /// operands, the first one replaced by its prologue's operands when it has one.
+  std::vector<ir::NodeId> row_reads(const Step& step) const {
+    const std::vector<ir::NodeId>& in = graph_.node(step.node).inputs;
+    if (!step.prologue) return in;
+    std::vector<ir::NodeId> reads = plan_.kernels[step.kernel].buffers;
+    reads.insert(reads.end(), in.begin() + 1, in.end());
+    return reads;
   }
 
   void release(std::size_t step, std::vector<interp::Buffer>& owned,

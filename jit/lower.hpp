@@ -26,9 +26,11 @@ struct NativeKernel {
 NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& kernel, const std::string& name);
 
 /// Compile a row op (a Step::Kind::Row node; jit/llvm/lower_rows.cpp): bufs = {operands...,
-/// output},
-/// [begin, end) counts rows.
-NativeKernel lower_row(const ir::Graph& g, const ir::Node& node, const std::string& name);
+/// output}; [begin, end) counts rows. With a prologue kernel (Step::prologue), the first
+/// operand is computed by it: bufs = {the prologue's operand buffers..., the other operands...,
+/// output}.
+NativeKernel lower_row(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                       const EwKernel* prologue = nullptr);
 
 /// The number of rows of a row op.
 int64_t row_count(const ir::Graph& g, const ir::Node& node);

@@ -38,6 +38,34 @@ Source resolve(const ir::Graph& g, ir::NodeId id) {
   return {id, n.shape};
 }
 
+/// Row steps whose first operand is the single result of a kernel that nothing else reads take
+/// that kernel as their prologue; its own step goes.
+void fuse_row_prologues(const ir::Graph& g, Plan& plan, const std::vector<std::size_t>& region) {
+  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  std::vector<int> uses(g.len(), 0);
+  for (const ir::Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) ++uses[in.index];
+  for (ir::NodeId o : g.outputs) ++uses[o.index];
+  for (Step& step : plan.steps) {
+    if (step.kind != Step::Kind::Row) continue;
+    const ir::Node& n = g.node(step.node);
+    ir::NodeId x = n.inputs[0];
+    std::size_t r = region[x.index];
+    if (r == kNone || uses[x.index] != 1) continue;
+    EwKernel& k = plan.kernels[r];
+    if (k.row_prologue || k.outputs.size() != 1 || k.outputs[0] != x) continue;
+    if (!fits_row_prologue(g, n, k)) continue;
+    k.row_prologue = true;
+    step.prologue = true;
+    step.kernel = r;
+  }
+  std::vector<Step> kept;
+  for (const Step& step : plan.steps)
+    if (step.kind != Step::Kind::Native || !plan.kernels[step.kernel].row_prologue)
+      kept.push_back(step);
+  plan.steps = std::move(kept);
+}
+
 } // namespace
 
 Plan make_plan(const ir::Graph& g) {
@@ -132,6 +160,7 @@ Plan make_plan(const ir::Graph& g) {
       if (is_output[id.index]) kern.outputs.push_back(id);
     }
   }
+  fuse_row_prologues(g, plan, region);
   return plan;
 }
 

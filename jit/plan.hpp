@@ -24,6 +24,8 @@ struct EwKernel {
   ir::Shape shape;
   std::vector<ir::NodeId> buffers{};
   std::vector<ir::Shape> read_shapes{};
+  /// Computed inside a row kernel (its Step::prologue) instead of as a kernel of its own.
+  bool row_prologue = false;
 };
 
 /// One step of an executable, in order: a fused element-wise kernel, a row kernel (one
@@ -32,8 +34,12 @@ struct EwKernel {
 struct Step {
   enum class Kind : uint8_t { Native, Row, Runtime };
   Kind kind;
-  std::size_t kernel = 0; ///< index into Plan::kernels (Native)
+  std::size_t kernel = 0; ///< index into Plan::kernels (Native; Row with a prologue)
   ir::NodeId node;        ///< the node (Row, Runtime)
+  /// Row: the row op's first operand is the only output of Plan::kernels[kernel], read by
+  /// nothing else, and the row kernel computes it element by element as it reads it (so it
+  /// never goes to memory: softmax(x * scale + mask), sum(exp(x)), layer_norm(x + b, ...)).
+  bool prologue = false;
 };
 
 struct Plan {
@@ -52,6 +58,11 @@ bool lowers_natively(const ir::Graph& g, const ir::Node& n);
 /// over trailing axes, softmax and layer/rms norm (also fused with a residual) over the last
 /// axis, of f32 or f64.
 bool lowers_as_row(const ir::Graph& g, const ir::Node& n);
+
+/// Whether a row op can compute its first operand with element-wise kernel k (k's iteration
+/// space is that operand's shape, and every operand of k is contiguous or broadcast along the
+/// op's rows; jit/llvm/lower_rows.cpp).
+bool fits_row_prologue(const ir::Graph& g, const ir::Node& row_op, const EwKernel& k);
 
 /// Partition a static-shaped graph: non-lowered nodes become Row or Runtime steps; Input and
 /// Param (fed) and Constant (computed once when the executable is built) need no step, nor do

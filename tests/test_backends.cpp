@@ -857,6 +857,55 @@ std::vector<Case> output_cases() {
   return cases;
 }
 
+/// Row ops whose first operand is an element-wise chain read by nothing else: the JIT computes
+/// the chain inside the row kernel (jit/plan.hpp: Step::prologue). Rows of many lengths, chain
+/// operands broadcast along the rows, across them, or one element.
+std::vector<Case> prologue_cases() {
+  std::vector<Case> cases;
+  // One row op per case: element-wise chains of one shape in one graph would share a kernel
+  // (several results), which then runs on its own.
+  enum class Row { Softmax, SumExp, MaxSquare, LayerNormTanh };
+  for (DType t : {F32, F64})
+    for (Dims d : std::vector<Dims>{{3, 1}, {2, 7}, {4, 16}, {3, 33}, {2, 3, 1000}})
+      for (Row row : {Row::Softmax, Row::SumExp, Row::MaxSquare, Row::LayerNormTanh}) {
+        std::string name = "row op " + std::to_string(int(row)) + " with a prologue " + dt(t) +
+                           " over " + std::to_string(d.size()) + "-d rows of " +
+                           std::to_string(d.back());
+        add_case(cases, name, [&](Builder& b) {
+          int64_t len = d.back();
+          NodeId x = b.in(d, t, {Fill::Uniform, -3, 3});
+          NodeId along = b.in({len}, t, {Fill::Uniform, -1, 1}); // varies along a row
+          Dims across_dims = d;
+          across_dims.back() = 1;
+          NodeId across = b.in(across_dims, t, {Fill::Uniform, -1, 1}); // constant along a row
+          switch (row) {
+          case Row::Softmax: {
+            NodeId half = b.g.constant(0.5, t);
+            NodeId scaled = b.op(Op(OpKind::Add), {b.op(Op(OpKind::Mul), {x, half}), along});
+            b.out(b.op(Op(OpKind::Softmax, ir::AxisAttrs{-1}), {scaled}));
+            break;
+          }
+          case Row::SumExp:
+            b.out(b.op(Op(OpKind::ReduceSum, ir::ReduceAttrs{{-1}, false}),
+                       {b.op(Op(OpKind::Exp), {b.op(Op(OpKind::Sub), {x, across})})}));
+            break;
+          case Row::MaxSquare:
+            b.out(b.op(Op(OpKind::ReduceMax, ir::ReduceAttrs{{-1}, true}),
+                       {b.op(Op(OpKind::Mul), {x, x})}));
+            break;
+          case Row::LayerNormTanh: {
+            NodeId gamma = b.in({len}, t, {Fill::Uniform, 0.5, 1.5});
+            NodeId beta = b.in({len}, t, {Fill::Uniform, -1, 1});
+            NodeId moved = b.op(Op(OpKind::Tanh), {b.op(Op(OpKind::Add), {x, along})});
+            b.out(b.op(Op(OpKind::LayerNorm, ir::NormAttrs{-1, 1e-5f}), {moved, gamma, beta}));
+            break;
+          }
+          }
+        });
+      }
+  return cases;
+}
+
 std::vector<Case> zero_size_cases() {
   std::vector<Case> cases;
   add_case(cases, "zero-size tensors", [&](Builder& b) {
@@ -998,6 +1047,10 @@ TEST_CASE("backends: outputs that are leaves, constants or repeated nodes agree"
 }
 
 TEST_CASE("backends: zero-size tensors agree") { run_cases(zero_size_cases()); }
+
+TEST_CASE("backends: row ops computing an element-wise operand on the fly agree") {
+  run_cases(prologue_cases());
+}
 
 TEST_CASE("backends: what the interpreter rejects at run time the other backend rejects too") {
   run_cases(runtime_error_cases());

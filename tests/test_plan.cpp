@@ -121,3 +121,46 @@ TEST_CASE("plan: fused residual norms are row kernels when the residual has x's 
   CHECK(p.steps[0].kind == Step::Kind::Row);
   CHECK(p.steps[1].kind == Step::Kind::Runtime); // a broadcast residual: the runtime kernel
 }
+
+TEST_CASE("plan: a row op computes an element-wise operand that nothing else reads") {
+  Graph g("attention scores");
+  NodeId s = g.input("scores", Shape({2, 4, 6, 6}, DType::F32));
+  NodeId mask = g.input("mask", Shape({2, 1, 1, 6}, DType::F32));
+  NodeId scaled = g.add(g.mul(s, g.constant(0.125, DType::F32)), mask);
+  g.set_outputs({g.softmax(scaled, -1, Shape({2, 4, 6, 6}, DType::F32))});
+  rlx::jit::Plan p = make_plan(g);
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(p.kernels[0].row_prologue);
+  REQUIRE(p.steps.size() == 1); // the kernel has no step of its own
+  CHECK(p.steps[0].kind == Step::Kind::Row);
+  CHECK(p.steps[0].prologue);
+  CHECK(p.steps[0].kernel == 0);
+}
+
+TEST_CASE("plan: an element-wise result read elsewhere too stays a kernel of its own") {
+  Graph g("shared");
+  NodeId x = g.input("x", Shape({4, 8}, DType::F32));
+  NodeId e = g.tanh(g.mul(x, x));
+  NodeId r = g.sum(e, {1}, false);
+  g.set_outputs({r, e}); // e is also an output
+  rlx::jit::Plan p = make_plan(g);
+  REQUIRE(p.kernels.size() == 1);
+  CHECK_FALSE(p.kernels[0].row_prologue);
+  CHECK(count(p, Step::Kind::Native) == 1);
+  CHECK(count(p, Step::Kind::Row) == 1);
+  for (const Step& st : p.steps) CHECK_FALSE(st.prologue);
+}
+
+TEST_CASE("plan: a prologue operand that varies across a row's elements by a stride is refused") {
+  // The sum's rows are y[i, :, :] (32 elements); b repeats each of its 8 values across axis 1,
+  // so along a row it is neither contiguous nor one element: the kernel runs on its own.
+  Graph g("strided");
+  NodeId x = g.input("x", Shape({4, 8}, DType::F32));
+  NodeId b = g.input("b", Shape({4, 1, 8}, DType::F32));
+  NodeId y = g.add(x, b); // [4, 4, 8]
+  g.set_outputs({g.sum(y, {1, 2}, false)});
+  rlx::jit::Plan p = make_plan(g);
+  REQUIRE(p.kernels.size() == 1);
+  CHECK_FALSE(p.kernels[0].row_prologue);
+  CHECK(count(p, Step::Kind::Native) == 1);
+}

@@ -13,6 +13,7 @@
 #include "lower.hpp"
 #include "llvm/jv.hpp"
 #include "llvm/kernel_abi.hpp"
+#include "llvm/lower_common.hpp"
 #include "llvm/session.hpp"
 
 #include "rlx/error.hpp"
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <unordered_map>
 
 namespace rlx::jit {
 
@@ -112,6 +114,13 @@ llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
 
 bool lowers_as_row(const ir::Graph& g, const ir::Node& n) { return row_len(g, n) > 0; }
 
+bool fits_row_prologue(const ir::Graph& g, const ir::Node& n, const EwKernel& k) {
+  int64_t len = row_len(g, n);
+  const ir::Shape& x = g.shape(n.inputs[0]);
+  return len > 0 && k.shape.dims() == x.dims() && k.shape.dtype() == x.dtype() &&
+         ew::row_layout(k.read_shapes, k.shape).inner % len == 0;
+}
+
 int64_t row_count(const ir::Graph& g, const ir::Node& n) {
   int64_t len = row_len(g, n);
   if (len <= 0) throw InternalError("jit: row count of a node that is not a row op");
@@ -128,8 +137,9 @@ struct RowEmitter {
   llvm::Type* ety; ///< element type
   llvm::Type* dty; ///< f64
   llvm::Value* L;  ///< the row length
-  llvm::Value* x;
   llvm::Value* y;
+  /// Element i of the current row of the op's first operand (a load, or its prologue computed).
+  std::function<llvm::Value*(llvm::Value*)> xv;
 
   using Vals = std::vector<llvm::Value*>;
 
@@ -144,10 +154,10 @@ struct RowEmitter {
   llvm::Value* f64(double v) { return llvm::ConstantFP::get(dty, v); }
 
   /// max or min of the row (NaN propagates).
-  llvm::Value* extremum(llvm::Value* row0, llvm::Intrinsic::ID id, double init) {
+  llvm::Value* extremum(llvm::Intrinsic::ID id, double init) {
     return emit_loop(b.getInt64(0), L, {llvm::ConstantFP::get(ety, init)},
                      [&](llvm::Value* i, Vals acc) {
-                       llvm::Value* v = load(x, b.CreateAdd(row0, i));
+                       llvm::Value* v = xv(i);
                        return Vals{b.CreateIntrinsic(id, {ety}, {acc[0], v})};
                      })[0];
   }
@@ -167,9 +177,51 @@ struct RowEmitter {
   }
 };
 
+/// The element function of a row's prologue: operands constant along the row are read once
+/// here (or are immediates), the others at row0 + i; the kernel's nodes then compute x, as
+/// held for its dtype. bufs: the prologue's operands are the body's first arguments.
+std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const EwKernel& k,
+                                                       ir::NodeId x, llvm::Function* body,
+                                                       llvm::Value* row0, llvm::Type* ety) {
+  llvm::IRBuilder<>& b = B();
+  ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
+  std::unordered_map<uint32_t, llvm::Value*> row_values;
+  std::vector<llvm::Value*> base(k.inputs.size(), nullptr);
+  for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+    const ir::Node& src = g.node(k.buffers[j]);
+    if (ew::inline_constant(src)) {
+      row_values.emplace(k.inputs[j].index, ew::constant_value(src));
+      continue;
+    }
+    DType t = k.read_shapes[j].dtype();
+    llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)),
+                                         ew::broadcast_index(row0, k.read_shapes[j], k.shape));
+    if (layout.contiguous[j])
+      base[j] = p;
+    else
+      row_values.emplace(k.inputs[j].index,
+                         ew::from_storage(b.CreateLoad(ew::storage_type(t), p), t));
+  }
+  return [&g, &k, x, ety, base, row_values](llvm::Value* i) {
+    llvm::IRBuilder<>& bld = B();
+    std::unordered_map<uint32_t, llvm::Value*> values = row_values;
+    for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+      if (!base[j]) continue;
+      DType t = k.read_shapes[j].dtype();
+      llvm::Value* p = bld.CreateInBoundsGEP(ew::storage_type(t), base[j], i);
+      values.emplace(k.inputs[j].index,
+                     ew::from_storage(bld.CreateLoad(ew::storage_type(t), p), t));
+    }
+    ew::eval_nodes(g, k, values);
+    t_emit.fty = ety;
+    return values.at(x.index);
+  };
+}
+
 } // namespace
 
-NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name) {
+NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
+                       const EwKernel* prologue) {
   int64_t len = row_len(g, n);
   if (len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
   ModuleBuilder mb = new_module(name);
@@ -180,17 +232,16 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
   t_emit = EmitContext{&builder, mb.module.get(), ety};
   llvm::IRBuilder<>& b = builder;
 
-  // bufs = {operands..., output}; [begin, end) counts rows.
-  std::size_t n_bufs = n.inputs.size() + 1;
+  // bufs = {operands..., output}, or {the prologue's operands..., operands 1..., output};
+  // [begin, end) counts rows.
+  std::size_t n_first = prologue ? prologue->inputs.size() : 1;
+  std::size_t n_bufs = n_first + n.inputs.size();
   llvm::Function* body_fn = define_kernel(*mb.module, b, name, n_bufs);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body_fn));
-  RowEmitter e{b,
-               t,
-               ety,
-               b.getDoubleTy(),
-               b.getInt64(uint64_t(len)),
-               body_fn->getArg(0),
-               body_fn->getArg(unsigned(n_bufs - 1))};
+  RowEmitter e{
+      b, t, ety, b.getDoubleTy(), b.getInt64(uint64_t(len)), body_fn->getArg(unsigned(n_bufs - 1)),
+      {}};
+  auto arg = [&](std::size_t j) { return body_fn->getArg(unsigned(n_first + j - 1)); }; // j >= 1
   OpKind k = n.op.kind();
   constexpr double kInf = std::numeric_limits<double>::infinity();
   llvm::Value* count = e.f64(double(len));
@@ -202,21 +253,25 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
     auto at = [&](llvm::Value* i) { return b.CreateAdd(row0, i); };
+    if (prologue)
+      e.xv = prologue_row(g, *prologue, n.inputs[0], body_fn, row0, ety);
+    else
+      e.xv = [&](llvm::Value* i) { return e.load(body_fn->getArg(0), at(i)); };
     // The normalized value at row element i, in f64 (with the residual and bias added for the
     // fused residual norms, unrounded as in the interpreter).
     auto xd = [&](llvm::Value* i) {
-      llvm::Value* v = e.widen(e.load(e.x, at(i)));
+      llvm::Value* v = e.widen(e.xv(i));
       if (fused_residual) {
-        v = b.CreateFAdd(v, e.widen(e.load(body_fn->getArg(1), at(i))));
-        if (has_bias) v = b.CreateFAdd(v, e.widen(e.load(body_fn->getArg(2), i)));
+        v = b.CreateFAdd(v, e.widen(e.load(arg(1), at(i))));
+        if (has_bias) v = b.CreateFAdd(v, e.widen(e.load(arg(2), i)));
       }
       return v;
     };
     if (k == OpKind::ReduceMax || k == OpKind::ReduceMin) {
       bool mx = k == OpKind::ReduceMax;
-      e.store(e.extremum(row0, mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum,
-                         mx ? -kInf : kInf),
-              e.y, r);
+      e.store(
+          e.extremum(mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, mx ? -kInf : kInf),
+          e.y, r);
     } else if (k == OpKind::ReduceSum || k == OpKind::ReduceMean) {
       llvm::Value* s = e.sum(xd);
       if (k == OpKind::ReduceMean) s = b.CreateFDiv(s, count);
@@ -233,8 +288,8 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
                                          : n.op.attrs<ir::NormAttrs>().eps);
       llvm::Value* denom = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty},
                                              {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
-      llvm::Value* gamma = body_fn->getArg(unsigned(n.inputs.size() - 2));
-      llvm::Value* beta = body_fn->getArg(unsigned(n.inputs.size() - 1));
+      llvm::Value* gamma = arg(n.inputs.size() - 2);
+      llvm::Value* beta = arg(n.inputs.size() - 1);
       e.each([&](llvm::Value* i) {
         llvm::Value* v = b.CreateFDiv(b.CreateFSub(xd(i), mean), denom);
         v = b.CreateFAdd(b.CreateFMul(v, e.widen(e.load(gamma, i))), e.widen(e.load(beta, i)));
@@ -242,9 +297,9 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
       });
     } else {
       // Softmax: the max, then e = exp(x - max) stored and summed, then y = e * (1 / sum).
-      llvm::Value* m = e.extremum(row0, llvm::Intrinsic::maximum, -kInf);
+      llvm::Value* m = e.extremum(llvm::Intrinsic::maximum, -kInf);
       llvm::Value* s = e.sum([&](llvm::Value* i) {
-        JV ex = exp(JV(b.CreateFSub(e.load(e.x, at(i)), m)));
+        JV ex = exp(JV(b.CreateFSub(e.xv(i), m)));
         e.store(ex.v, e.y, at(i));
         return e.widen(ex.v);
       });
