@@ -253,3 +253,17 @@ TEST_CASE("jit: the extent policy chooses one generic kernel or one kernel per s
     }
   }
 }
+
+TEST_CASE("jit: repeated and alternating argument shapes each find their own executable") {
+  auto f = rlx::jit([](Tensor x) { return (x * 2.0f).sum(); });
+  Tensor a = rlx::ones({3});
+  Tensor b = rlx::ones({5});
+  std::vector<float> got;
+  for (const Tensor* t : {&a, &b, &a, &a, &b, &a}) got.push_back(f(*t).item<float>());
+  CHECK(got == std::vector<float>{6, 10, 6, 6, 10, 6});
+  rlx::JitStats s = f.stats();
+  CHECK(s.calls == 6);
+  CHECK(s.traces == 2);
+  CHECK(s.compiles == 2);
+  CHECK(s.cache_hits == 4);
+}

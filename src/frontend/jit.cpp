@@ -90,6 +90,11 @@ struct JitCore::State {
   std::mutex build_mu; // serializes tracing and compiling for this function
   std::map<std::string, std::shared_ptr<Entry>> entries;
   std::shared_ptr<Entry> last;
+  // The previous call's argument shapes (exact) and what they resolved to: a call with the same
+  // shapes skips the signature string, the map lookups and the binding.
+  std::vector<int64_t> fast_shapes;
+  std::shared_ptr<Entry> fast_entry;
+  std::shared_ptr<const Executable> fast_exe;
   mutable std::mutex stats_mu;
   JitStats stats;
 };
@@ -124,88 +129,118 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     if (a.is_traced()) return body(args);
   eval(args);
 
-  // The signature, with the dynamic axes as symbols.
-  std::vector<Shape> shapes;
-  for (const Tensor& a : args) shapes.push_back(a.shape());
-  std::vector<std::pair<uint32_t, int64_t>> sizes_by_symbol;
-  for (const DynamicDim& d : st.options.dynamic_dims) {
-    if (d.arg < 0 || std::size_t(d.arg) >= args.size())
-      fail(ErrorKind::Value, "rlx::jit: dynamic dim \"", d.name, "\" names argument ", d.arg,
-           " but the function got ", args.size());
-    Shape& s = shapes[std::size_t(d.arg)];
-    int64_t r = int64_t(s.rank());
-    if (d.axis < -r || d.axis >= r)
-      fail(ErrorKind::Value, "rlx::jit: dynamic dim \"", d.name, "\" names axis ", d.axis,
-           " of argument ", d.arg, ", which is ", ir::short_str(args[std::size_t(d.arg)].shape()));
-    std::size_t axis = std::size_t(d.axis < 0 ? d.axis + r : d.axis);
-    if (d.name.empty()) fail(ErrorKind::Value, "rlx::jit: a dynamic dim needs a name");
-    int64_t size = s.dims()[axis].size();
-    uint32_t sym = ir::symbol_id(d.name);
-    sizes_by_symbol.emplace_back(sym, size);
-    s = s.with_dim(axis, ir::Dim::dynamic(sym));
+  // The exact shapes: the same as the previous call's resolve to the same executable.
+  std::vector<int64_t> exact;
+  exact.reserve(4 * args.size());
+  for (const Tensor& a : args) {
+    const Shape& s = a.shape();
+    exact.push_back(int64_t(s.dtype()));
+    exact.push_back(int64_t(s.rank()));
+    for (const ir::Dim& d : s.dims()) exact.push_back(d.size());
   }
-  std::string key;
-  for (const Shape& s : shapes) key += ir::short_str(s) + ";";
-
   std::shared_ptr<Entry> entry;
   std::shared_ptr<const Executable> exe;
+  // Otherwise the signature, with the dynamic axes as symbols, finds (or traces) the entry and
+  // the binding finds (or compiles) the executable.
+  auto resolve = [&] {
+    std::vector<Shape> shapes;
+    for (const Tensor& a : args) shapes.push_back(a.shape());
+    std::vector<std::pair<uint32_t, int64_t>> sizes_by_symbol;
+    for (const DynamicDim& d : st.options.dynamic_dims) {
+      if (d.arg < 0 || std::size_t(d.arg) >= args.size())
+        fail(ErrorKind::Value, "rlx::jit: dynamic dim \"", d.name, "\" names argument ", d.arg,
+             " but the function got ", args.size());
+      Shape& s = shapes[std::size_t(d.arg)];
+      int64_t r = int64_t(s.rank());
+      if (d.axis < -r || d.axis >= r)
+        fail(ErrorKind::Value, "rlx::jit: dynamic dim \"", d.name, "\" names axis ", d.axis,
+             " of argument ", d.arg, ", which is ",
+             ir::short_str(args[std::size_t(d.arg)].shape()));
+      std::size_t axis = std::size_t(d.axis < 0 ? d.axis + r : d.axis);
+      if (d.name.empty()) fail(ErrorKind::Value, "rlx::jit: a dynamic dim needs a name");
+      int64_t size = s.dims()[axis].size();
+      uint32_t sym = ir::symbol_id(d.name);
+      sizes_by_symbol.emplace_back(sym, size);
+      s = s.with_dim(axis, ir::Dim::dynamic(sym));
+    }
+    std::string key;
+    for (const Shape& s : shapes) key += ir::short_str(s) + ";";
+
+    {
+      std::lock_guard lock(st.build_mu);
+      auto it = st.entries.find(key);
+      if (it == st.entries.end()) {
+        auto t0 = Clock::now();
+        TraceScope scope;
+        std::vector<Tensor> placeholders;
+        for (std::size_t i = 0; i < args.size(); ++i) {
+          auto p = std::make_shared<TensorImpl>();
+          p->shape = shapes[i];
+          p->op = ir::Op(ir::OpKind::Input, ir::LeafAttrs{"arg" + std::to_string(i)});
+          p->trace = scope.id();
+          p->arg = int32_t(i);
+          p->loc = Loc::current();
+          placeholders.emplace_back(std::move(p));
+        }
+        std::vector<Tensor> outs = body(placeholders);
+        for (std::size_t i = 0; i < outs.size(); ++i)
+          check_defined(outs[i], "rlx::jit output " + std::to_string(i), Loc::current());
+        it = st.entries.emplace(key, extract_trace(placeholders, outs, scope.id(), st.options.name))
+                 .first;
+        std::lock_guard slock(st.stats_mu);
+        ++st.stats.traces;
+        st.stats.trace_ms += ms_since(t0);
+      }
+      entry = it->second;
+      st.last = entry;
+      // The binding: every symbol's size (one name on several axes must agree).
+      ir::DimBinding binding;
+      std::vector<int64_t> bound;
+      for (uint32_t sym : entry->symbols) {
+        std::optional<int64_t> size;
+        for (const auto& [s, n] : sizes_by_symbol) {
+          if (s != sym) continue;
+          if (size && *size != n)
+            fail(ErrorKind::Bind, "rlx::jit: dynamic dim \"", ir::symbol_name(sym), "\" has sizes ",
+                 *size, " and ", n, " in one call");
+          size = n;
+        }
+        RLX_CHECK(size.has_value(), "traced graph uses symbol ", sym, " that no argument binds");
+        binding.set(sym, *size);
+        bound.push_back(*size);
+      }
+      auto ex = entry->executables.find(bound);
+      if (ex != entry->executables.end()) {
+        exe = ex->second;
+        std::lock_guard slock(st.stats_mu);
+        ++st.stats.cache_hits;
+      } else {
+        auto t0 = Clock::now();
+        ir::Graph g = entry->symbols.empty() ? entry->graph : entry->graph.bind(binding);
+        exe = compile(g, st.options.backend.value_or(default_backend()));
+        entry->executables.emplace(bound, exe);
+        std::lock_guard slock(st.stats_mu);
+        ++st.stats.compiles;
+        st.stats.compile_ms += ms_since(t0);
+      }
+    }
+  };
   {
     std::lock_guard lock(st.build_mu);
-    auto it = st.entries.find(key);
-    if (it == st.entries.end()) {
-      auto t0 = Clock::now();
-      TraceScope scope;
-      std::vector<Tensor> placeholders;
-      for (std::size_t i = 0; i < args.size(); ++i) {
-        auto p = std::make_shared<TensorImpl>();
-        p->shape = shapes[i];
-        p->op = ir::Op(ir::OpKind::Input, ir::LeafAttrs{"arg" + std::to_string(i)});
-        p->trace = scope.id();
-        p->arg = int32_t(i);
-        p->loc = Loc::current();
-        placeholders.emplace_back(std::move(p));
-      }
-      std::vector<Tensor> outs = body(placeholders);
-      for (std::size_t i = 0; i < outs.size(); ++i)
-        check_defined(outs[i], "rlx::jit output " + std::to_string(i), Loc::current());
-      it = st.entries.emplace(key, extract_trace(placeholders, outs, scope.id(), st.options.name))
-               .first;
-      std::lock_guard slock(st.stats_mu);
-      ++st.stats.traces;
-      st.stats.trace_ms += ms_since(t0);
+    if (st.fast_exe && st.fast_shapes == exact) {
+      entry = st.fast_entry;
+      exe = st.fast_exe;
     }
-    entry = it->second;
-    st.last = entry;
-    // The binding: every symbol's size (one name on several axes must agree).
-    ir::DimBinding binding;
-    std::vector<int64_t> bound;
-    for (uint32_t sym : entry->symbols) {
-      std::optional<int64_t> size;
-      for (const auto& [s, n] : sizes_by_symbol) {
-        if (s != sym) continue;
-        if (size && *size != n)
-          fail(ErrorKind::Bind, "rlx::jit: dynamic dim \"", ir::symbol_name(sym), "\" has sizes ",
-               *size, " and ", n, " in one call");
-        size = n;
-      }
-      RLX_CHECK(size.has_value(), "traced graph uses symbol ", sym, " that no argument binds");
-      binding.set(sym, *size);
-      bound.push_back(*size);
-    }
-    auto ex = entry->executables.find(bound);
-    if (ex != entry->executables.end()) {
-      exe = ex->second;
-      std::lock_guard slock(st.stats_mu);
-      ++st.stats.cache_hits;
-    } else {
-      auto t0 = Clock::now();
-      ir::Graph g = entry->symbols.empty() ? entry->graph : entry->graph.bind(binding);
-      exe = compile(g, st.options.backend.value_or(default_backend()));
-      entry->executables.emplace(bound, exe);
-      std::lock_guard slock(st.stats_mu);
-      ++st.stats.compiles;
-      st.stats.compile_ms += ms_since(t0);
-    }
+  }
+  if (exe) {
+    std::lock_guard slock(st.stats_mu);
+    ++st.stats.cache_hits;
+  } else {
+    resolve();
+    std::lock_guard lock(st.build_mu);
+    st.fast_shapes = std::move(exact);
+    st.fast_entry = entry;
+    st.fast_exe = exe;
   }
 
   std::vector<const interp::Buffer*> leaves;
