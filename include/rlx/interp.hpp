@@ -70,6 +70,11 @@ std::vector<Buffer> run(const ir::Graph& g, const Feed& inputs, const Feed& para
 /// rethrown with the node's op and the source line that built it.
 std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves);
 
+/// Run a LIR module (rlx/ir/lir.hpp) through its buffer plan: one arena, poisoned first, each
+/// value written to its slot, views read from their roots; the leaves as run_leaves takes them.
+/// Results equal run_leaves' exactly when the plan is sound, which is what tests check.
+std::vector<Buffer> run_planned(const ir::LirModule& lir, std::span<const Buffer* const> leaves);
+
 /// The leaves as run_leaves takes them, checked against the graph (count, shapes, dtypes):
 /// one pointer per node id, set for Input and Param nodes, null elsewhere. rlx::Error
 /// (ErrorKind::Runtime) names a missing or mismatched leaf.

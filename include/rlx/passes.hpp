@@ -4,6 +4,7 @@
 
 #include "rlx/interp.hpp"
 #include "rlx/ir/graph.hpp"
+#include "rlx/ir/module.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -145,5 +146,10 @@ struct PassRun {
 /// place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
 /// (dump_changed) and `pass-times` (time_passes) to the options; another item is an rlx::Error.
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
+
+/// Any stage in, LIR out: HIR lowers to MIR (its fusion policy), the compile pipeline optimizes
+/// the MIR (a LIR module's graph is optimized again), and its buffers are planned.
+ir::LirModule compile_module(ir::GraphModule module, const PipelineOptions& opts = {},
+                             const ir::PlanOptions& plan = {});
 
 } // namespace rlx::passes

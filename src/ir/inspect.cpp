@@ -1,5 +1,6 @@
 // src/ir/inspect.cpp -- Graph::inspect: an annotated dump for people (not parsed back).
 #include "rlx/ir/graph.hpp"
+#include "rlx/ir/lir.hpp"
 #include "rlx/ir/text.hpp"
 
 #include <algorithm>
@@ -8,12 +9,11 @@
 
 namespace rlx::ir {
 
-namespace {
-std::string human_bytes(int64_t b) {
+std::string human_bytes(uint64_t b) {
   std::ostringstream os;
   os.precision(3);
-  if (b >= (int64_t(1) << 30))
-    os << double(b) / double(int64_t(1) << 30) << " GiB";
+  if (b >= (uint64_t(1) << 30))
+    os << double(b) / double(uint64_t(1) << 30) << " GiB";
   else if (b >= (1 << 20))
     os << double(b) / double(1 << 20) << " MiB";
   else if (b >= (1 << 10))
@@ -22,7 +22,6 @@ std::string human_bytes(int64_t b) {
     os << b << " B";
   return os.str();
 }
-} // namespace
 
 std::string Graph::inspect() const {
   std::ostringstream os;
@@ -37,7 +36,8 @@ std::string Graph::inspect() const {
       all_static = false;
   }
   os << "graph @" << name << " (" << nodes_.size() << " nodes, " << outputs.size() << " outputs, "
-     << (all_static ? "" : ">= ") << human_bytes(bytes) << " if every node had its own buffer)\n";
+     << (all_static ? "" : ">= ") << human_bytes(uint64_t(bytes))
+     << " if every node had its own buffer)\n";
   std::vector<std::pair<std::string_view, std::size_t>> sorted(kinds.begin(), kinds.end());
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;

@@ -4,8 +4,10 @@
 #include "commands.hpp"
 #include "graph_file.hpp"
 
+#include <rlx/ir/dot.hpp>
 #include <rlx/ir/json.hpp>
 #include <rlx/ir/text.hpp>
+#include <rlx/passes.hpp>
 
 #include <iostream>
 
@@ -14,10 +16,8 @@ namespace rlx::cli {
 namespace {
 
 constexpr OptionSpec kCheckOptions[] = {
-    {"--help", false, false},
-    {"--json", false, false},
-    {"--inspect", false, false},
-    {"--bind", true, true},
+    {"--help", false, false}, {"--json", false, false}, {"--inspect", false, false},
+    {"--dot", false, false},  {"--lir", false, false},  {"--bind", true, true},
 };
 
 } // namespace
@@ -32,8 +32,9 @@ int check_command(std::span<const std::string> args) {
   if (a.positional.size() > 1)
     throw UsageError("expected one graph FILE, got " + std::to_string(a.positional.size()) +
                      " operands");
-  if (a.has("--json") && a.has("--inspect"))
-    throw UsageError("--json and --inspect cannot be combined");
+  if (int(a.has("--json")) + int(a.has("--inspect")) + int(a.has("--dot")) > 1)
+    throw UsageError("--json, --inspect and --dot cannot be combined");
+  if (a.has("--lir") && a.has("--json")) throw UsageError("--lir prints text or --dot, not JSON");
 
   const std::string& path = a.positional[0];
   ir::Graph g = load_graph(path);
@@ -43,7 +44,16 @@ int check_command(std::span<const std::string> args) {
     verify_graph(g, path);
   }
 
-  if (a.has("--json"))
+  if (a.has("--lir")) {
+    if (g.has_dynamic_dims())
+      throw Error(ErrorKind::Bind, path + ": --lir plans buffers of a static graph; bind its "
+                                          "dynamic dims with --bind SYMBOL=SIZE");
+    ir::LirModule lir = passes::compile_module(ir::GraphModule(std::move(g)));
+    ir::verify_plan(lir.mir, lir.buffers);
+    std::cout << (a.has("--dot") ? ir::to_dot(lir) : lir.to_string());
+  } else if (a.has("--dot"))
+    std::cout << ir::to_dot(g);
+  else if (a.has("--json"))
     std::cout << ir::to_json(g, /*pretty=*/true);
   else if (a.has("--inspect"))
     std::cout << g.inspect();

@@ -10,7 +10,8 @@ constexpr std::string_view kMain = R"(usage: rlx <command> [options]
 Check and run rlx graphs (text IR or JSON) from the command line.
 
 commands:
-  check FILE            parse and verify a graph, print it as text IR (or --json, --inspect)
+  check FILE            parse and verify a graph, print it as text IR (or --json, --inspect,
+                        --dot; --lir: optimized and buffer-planned)
   run FILE --out DIR    run a graph on .npy inputs and write its outputs as .npy files
   compare A.npy B.npy   test helper: exit 0 when two .npy files are close (numpy.allclose)
   help [COMMAND]        print this text, or a command's usage
@@ -24,7 +25,7 @@ exit status: 0 success, 1 error (bad file, shapes, feeds; compare: not close),
 )";
 
 constexpr std::string_view kCheck =
-    R"(usage: rlx check FILE [--json | --inspect] [--bind SYMBOL=SIZE ...]
+    R"(usage: rlx check FILE [--json | --inspect | --dot] [--lir] [--bind SYMBOL=SIZE ...]
 
 Parse FILE (text IR, or JSON when it starts with '{' or ends in .json; '-' reads standard
 input), verify it and print it as text IR on standard output.
@@ -32,6 +33,11 @@ input), verify it and print it as text IR on standard output.
 options:
   --json                print the graph as JSON instead
   --inspect             print the annotated dump (Graph::inspect) instead
+  --dot                 print a Graphviz DOT graph instead (element-wise regions as clusters;
+                        render with `dot -Tsvg`)
+  --lir                 run the compile pipeline, plan the buffers (one arena, offsets from
+                        liveness, views) and print the LIR (text, or DOT with --dot); the
+                        graph must be static (see --bind)
   --bind SYMBOL=SIZE    bind a dynamic dim (e.g. --bind batch=4) before printing; repeatable
   -h, --help            print this text
 )";

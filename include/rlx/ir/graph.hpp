@@ -4,6 +4,7 @@
 #include "rlx/error.hpp"
 #include "rlx/ir/node.hpp"
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -13,6 +14,10 @@
 #include <vector>
 
 namespace rlx::ir {
+
+class GraphModule; // rlx/ir/module.hpp
+class HirModule;   // rlx/ir/hir.hpp
+struct LirModule;  // rlx/ir/lir.hpp
 
 /// A computation graph. Insertion order is topological order: every node's inputs have smaller
 /// ids. Nodes have one output each. Method names and argument order follow the seed
@@ -55,6 +60,22 @@ public:
   /// Specialize symbolic dims to sizes. An rlx::Error (ErrorKind::Bind) when a symbol used by
   /// the graph is unbound, or when the sizes break a shape rule (e.g. add of ?a and ?b, a != b).
   Graph bind(const DimBinding& bindings) const;
+
+  // ---- Stages (rlx/ir/module.hpp): a Graph is the MIR; HIR blocks lower into it, and LIR is
+  // an optimized Graph plus its buffer plan.
+
+  /// A model defined at HIR level: `build` adds blocks and returns the output.
+  static GraphModule define(std::string name, const std::function<HirNodeId(HirModule&)>& build);
+  /// An empty HIR-stage module.
+  static GraphModule hir(std::string name);
+  /// This MIR graph wrapped for pipeline operations.
+  GraphModule module() &&;
+  /// Lower a HIR module to MIR (an rlx::Error if a block does not lower).
+  static Graph from_hir(const HirModule& hir);
+  /// The MIR view of this graph: MIR is structurally a Graph, so this is the graph itself.
+  Graph to_mir() && { return std::move(*this); }
+  /// The optimized MIR graph inside a LIR module.
+  static Graph from_lir(LirModule lir);
 
   // ---- Leaves and generic construction
   NodeId input(std::string name, Shape shape, Loc loc = Loc::current());

@@ -23,6 +23,16 @@ struct NodeId {
 };
 std::ostream& operator<<(std::ostream& os, NodeId id);
 
+/// Index of a block in its HirModule (rlx/ir/hir.hpp); never reused. Printed hN.
+struct HirNodeId {
+  uint32_t index = 0;
+  constexpr HirNodeId() = default;
+  constexpr explicit HirNodeId(uint32_t i) : index(i) {}
+  friend constexpr bool operator==(HirNodeId, HirNodeId) = default;
+  friend constexpr auto operator<=>(HirNodeId, HirNodeId) = default;
+};
+std::ostream& operator<<(std::ostream& os, HirNodeId id);
+
 /// Where a node was built from (file:line of the user's call); not part of node equality.
 struct SourceLoc {
   std::string file;
