@@ -701,6 +701,8 @@ std::vector<Case> matmul_cases() {
         b.out(b.op(Op(OpKind::FusedSwiGLU, ir::SwiGluAttrs{gate_first}), {b.in({2, 3, 8}, t)}));
         b.out(b.op(Op(OpKind::FusedSwiGLU, ir::SwiGluAttrs{gate_first}), {b.in({5, 6}, t)}));
       }
+      DType other = t == DType::F64 ? DType::F32 : DType::F64;
+      b.out(b.op(Op(OpKind::FusedSwiGLU, ir::SwiGluAttrs{true, other}), {b.in({3, 4}, t)}));
     });
   }
   return cases;
