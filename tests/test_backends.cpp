@@ -735,6 +735,11 @@ std::vector<Case> nn_cases() {
           b.out(b.op(Op(fk, ir::FusedResidualNormAttrs{true, 1e-5f}),
                      {b.in({4, len}, t, {Fill::Uniform, 49, 51}), b.in({4, len}, t), b.in({len}, t),
                       b.in({len}, t), b.in({len}, t)}));
+      // x computed by the row kernel's prologue, then kept with the residual in the scratch.
+      for (OpKind fk : {OpKind::FusedResidualLN, OpKind::FusedResidualRmsNorm})
+        b.out(b.op(Op(fk, ir::FusedResidualNormAttrs{false, 1e-5f}),
+                   {b.op(Op(OpKind::Tanh), {b.in({3, 40}, t)}), b.in({3, 40}, t), b.in({40}, t),
+                    b.in({40}, t)}));
       b.out(b.g.layer_norm2d(b.in({2, 4, 3, 3}, t), b.in({4}, t), b.in({4}, t), 1e-6f));
       b.out(b.g.group_norm(b.in({2, 6, 2, 3}, t), b.in({6}, t), b.in({6}, t), 3, 1e-5f));
       b.out(b.g.batch_norm_inference(b.in({2, 3, 4}, t), b.in({3}, t), b.in({3}, t), b.in({3}, t),
