@@ -701,6 +701,8 @@ std::vector<Case> matmul_cases() {
         b.out(b.op(Op(OpKind::FusedSwiGLU, ir::SwiGluAttrs{gate_first}), {b.in({2, 3, 8}, t)}));
         b.out(b.op(Op(OpKind::FusedSwiGLU, ir::SwiGluAttrs{gate_first}), {b.in({5, 6}, t)}));
       }
+      DType other = t == DType::F64 ? DType::F32 : DType::F64;
+      b.out(b.op(Op(OpKind::FusedSwiGLU, ir::SwiGluAttrs{true, other}), {b.in({3, 4}, t)}));
     });
   }
   return cases;
@@ -727,10 +729,17 @@ std::vector<Case> nn_cases() {
                    {b.in({3, len}, t, {Fill::Uniform, 99, 101}), b.in({len}, t), b.in({len}, t)}));
       b.out(b.op(Op(OpKind::RmsNorm, ir::NormAttrs{1, 1e-5f}),
                  {b.in({2, 1000}, t), b.in({1000}, t), b.in({1000}, t)}));
+      // 768: the JIT keeps each row's sums in stack scratch; 5000: too long, it recomputes them.
+      for (int64_t len : {768, 5000})
+        for (OpKind fk : {OpKind::FusedResidualLN, OpKind::FusedResidualRmsNorm})
+          b.out(b.op(Op(fk, ir::FusedResidualNormAttrs{true, 1e-5f}),
+                     {b.in({4, len}, t, {Fill::Uniform, 49, 51}), b.in({4, len}, t), b.in({len}, t),
+                      b.in({len}, t), b.in({len}, t)}));
+      // x computed by the row kernel's prologue, then kept with the residual in the scratch.
       for (OpKind fk : {OpKind::FusedResidualLN, OpKind::FusedResidualRmsNorm})
-        b.out(b.op(Op(fk, ir::FusedResidualNormAttrs{true, 1e-5f}),
-                   {b.in({4, 768}, t, {Fill::Uniform, 49, 51}), b.in({4, 768}, t), b.in({768}, t),
-                    b.in({768}, t), b.in({768}, t)}));
+        b.out(b.op(Op(fk, ir::FusedResidualNormAttrs{false, 1e-5f}),
+                   {b.op(Op(OpKind::Tanh), {b.in({3, 40}, t)}), b.in({3, 40}, t), b.in({40}, t),
+                    b.in({40}, t)}));
       b.out(b.g.layer_norm2d(b.in({2, 4, 3, 3}, t), b.in({4}, t), b.in({4}, t), 1e-6f));
       b.out(b.g.group_norm(b.in({2, 6, 2, 3}, t), b.in({6}, t), b.in({6}, t), 3, 1e-5f));
       b.out(b.g.batch_norm_inference(b.in({2, 3, 4}, t), b.in({3}, t), b.in({3}, t), b.in({3}, t),

@@ -1,11 +1,13 @@
 // tests/test_bert_layer.cpp -- a BERT encoder layer built with the seed's builders matches
-// PyTorch's nn.TransformerEncoderLayer (tests/fixtures/make_bert.py) within 1e-4.
+// PyTorch's nn.TransformerEncoderLayer (tests/fixtures/make_bert.py) within 1e-4, as built,
+// decomposed, and fused by the compile pipeline (on the interpreter and the JIT).
 #include <rlx/io/npy.hpp>
 #include <rlx/passes.hpp>
 #include <rlx/rlx.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace rlx;
@@ -43,8 +45,12 @@ Buffer formula(const Formula& f) {
   return b;
 }
 
+/// How the first residual norm is built: with the seed's fused_residual_ln builder, or from an
+/// add and a layer_norm like the second one (the form the fusion passes start from).
+enum class FirstNorm { Fused, Primitives };
+
 /// Post-LN BERT layer: x1 = LN(x + attn(x)), out = LN(x1 + FFN(x1)), erf GELU, padding mask.
-Graph bert_layer() {
+Graph bert_layer(FirstNorm first = FirstNorm::Fused) {
   Graph g("bert_encoder_layer");
   auto x = g.input("hidden", Shape({B, S, D}, DType::F32));
   auto mask = g.input("mask", Shape({B, S}, DType::F32)); // 1 = token, 0 = padding
@@ -54,7 +60,9 @@ Graph bert_layer() {
   auto q = g.narrow_(qkv, 2, 0, D), k = g.narrow_(qkv, 2, D, D), v = g.narrow_(qkv, 2, 2 * D, D);
   auto ctx = g.attention(q, k, v, mask, H, D / H, Shape({B, S, D}, DType::F32));
   auto attn = g.linear_bias(ctx, p["out_w"], p["out_b"]);
-  auto x1 = g.fused_residual_ln(attn, x, std::nullopt, p["ln1_g"], p["ln1_b"], 1e-5f, g.shape(x));
+  auto x1 = first == FirstNorm::Fused ? g.fused_residual_ln(attn, x, std::nullopt, p["ln1_g"],
+                                                            p["ln1_b"], 1e-5f, g.shape(x))
+                                      : g.ln(g.add(attn, x), p["ln1_g"], p["ln1_b"], 1e-5f);
   auto h = g.linear_bias_act(x1, p["ff1_w"], p["ff1_b"], Activation::Gelu);
   auto f = g.linear_bias(h, p["ff2_w"], p["ff2_b"]);
   g.set_outputs({g.ln(g.add(x1, f), p["ln2_g"], p["ln2_b"], 1e-5f)});
@@ -74,11 +82,45 @@ interp::Feed params() {
   return feed;
 }
 
+/// The graph's leaves (inputs and params) in graph order, as an Executable takes them.
+std::vector<Buffer> leaves_of(const Graph& g) {
+  interp::Feed in = inputs(), ps = params();
+  std::vector<Buffer> leaves;
+  for (const Node& n : g.nodes()) {
+    if (n.op.kind() != OpKind::Input && n.op.kind() != OpKind::Param) continue;
+    const std::string& name = n.op.attrs<LeafAttrs>().name;
+    leaves.push_back(n.op.kind() == OpKind::Input ? in.at(name) : ps.at(name));
+  }
+  return leaves;
+}
+
+/// How many nodes of g are of kind k.
+int count(const Graph& g, OpKind k) {
+  return int(std::count_if(g.nodes().begin(), g.nodes().end(),
+                           [k](const Node& n) { return n.op.kind() == k; }));
+}
+
 double max_abs_diff(const Buffer& a, const Buffer& b) {
   double worst = 0;
   for (int64_t i = 0; i < a.numel(); ++i)
     worst = std::max(worst, std::fabs(a.get_f64(i) - b.get_f64(i)));
   return worst;
+}
+
+/// g's output matches PyTorch's within 1e-4 when the interpreter and the JIT run g.
+void check_matches_torch(const Graph& g) {
+  Buffer want = io::load_npy(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/bert/expected.npy");
+  std::vector<Buffer> leaves = leaves_of(g);
+  std::vector<const Buffer*> ptrs;
+  for (const Buffer& b : leaves) ptrs.push_back(&b);
+  for (Backend backend : {Backend::Interp, Backend::Jit}) {
+    INFO("backend " << enum_name(backend));
+    std::vector<Buffer> got = compile(g, backend)->run(ptrs);
+    REQUIRE(got[0].shape() == want.shape());
+    double err = max_abs_diff(got[0], want);
+    INFO("max |rlx - torch| = " << err);
+    CHECK(err < 1e-4);
+  }
 }
 
 } // namespace
@@ -109,7 +151,7 @@ TEST_CASE("bert: with fusion the pipeline makes its four linear layers fused nod
           "layer still matches PyTorch") {
   Graph g = bert_layer();
   passes::PipelineOptions opts;
-  opts.fuse = true;
+  opts.fuse = passes::FuseOptions::all();
   opts.verify_each = true;
   passes::compile_pipeline(g, opts);
   int fused = 0, with_gelu = 0;
@@ -125,4 +167,37 @@ TEST_CASE("bert: with fusion the pipeline makes its four linear layers fused nod
   double err = max_abs_diff(interp::run(g, inputs(), params())[0], want);
   INFO("max |rlx - torch| = " << err);
   CHECK(err < 1e-4);
+}
+
+TEST_CASE("bert: built from adds and layer norms, the layer shrinks to its fused form with every "
+          "fusion on and still matches PyTorch on the interpreter and on the JIT") {
+  Graph g = bert_layer(FirstNorm::Primitives);
+  const Graph unfused = g;
+  REQUIRE(count(g, OpKind::LayerNorm) == 2);
+  REQUIRE(count(g, OpKind::FusedResidualLN) == 0);
+  passes::PipelineOptions opts;
+  opts.fuse = passes::FuseOptions::all();
+  opts.verify_each = true;
+  passes::compile_pipeline(g, opts);
+  INFO("fused layer:\n" << to_text(g));
+  // Four linear layers (one with its GELU) and two residual norms; nothing of theirs is left.
+  CHECK(count(g, OpKind::FusedMatMulBiasAct) == 4);
+  CHECK(count(g, OpKind::FusedResidualLN) == 2);
+  for (OpKind gone : {OpKind::MatMul, OpKind::Add, OpKind::Gelu, OpKind::LayerNorm})
+    CHECK(count(g, gone) == 0);
+  // 7 nodes fewer: the four bias adds, the GELU and the two residual adds go into the fused
+  // nodes that the matmuls and the layer norms become.
+  CHECK(g.len() + 7 == unfused.len());
+  check_matches_torch(g);
+}
+
+TEST_CASE("bert: the default pipeline fuses only the layer's residual norms, and the layer still "
+          "matches PyTorch on both backends") {
+  Graph g = bert_layer(FirstNorm::Primitives);
+  passes::compile_pipeline(g);
+  CHECK(count(g, OpKind::FusedResidualLN) == 2);
+  CHECK(count(g, OpKind::LayerNorm) == 0);
+  CHECK(count(g, OpKind::FusedMatMulBiasAct) == 0); // off by default
+  CHECK(count(g, OpKind::MatMul) == 4);
+  check_matches_torch(g);
 }

@@ -295,6 +295,31 @@ TEST_CASE("interp: fused_swiglu multiplies silu of the gate half by the up half"
       ErrorKind::Type, "fused_swiglu");
 }
 
+TEST_CASE("interp: fused_swiglu with cast_to rounds the product once, to cast_to's dtype") {
+  // f32 halves [up | gate] = [1/3 | 1]: silu(1) * (1/3) in double, where the unfused f32 chain
+  // would round silu(1) and the product to f32 first.
+  float up = 1.0f / 3.0f;
+  double want = (1.0 / (1.0 + std::exp(-1.0))) * double(up);
+  Buffer h = f32({2}, {up, 1.0f});
+  Buffer y = run_op(Op(OpKind::FusedSwiGLU, SwiGluAttrs{false, DType::F64}), {h}, shape({1}));
+  REQUIRE(y.dtype() == DType::F64);
+  CHECK(y.to_f64()[0] == want);
+  CHECK(y.to_f64()[0] != double(float(want))); // not rounded to f32 on the way
+  // To f16: the double product rounded once to half precision (0.2437 -> 0.24365234375).
+  Buffer z =
+      run_op(Op(OpKind::FusedSwiGLU, SwiGluAttrs{false, DType::F16}), {h}, shape({1}, DType::F16));
+  REQUIRE(z.dtype() == DType::F16);
+  CHECK(z.to_f64()[0] == 0.24365234375);
+}
+
+TEST_CASE("interp: fused_swiglu refuses a cast_to that is not a floating-point dtype") {
+  Graph g("t");
+  NodeId h = g.input("h", shape({2, 4}, DType::F32));
+  test::check_error(
+      [&] { g.add_inferred(Op(OpKind::FusedSwiGLU, SwiGluAttrs{false, DType::I32}), {h}); },
+      ErrorKind::Shape, "cast_to must be a floating-point dtype");
+}
+
 // -------------------------------------------------------------------------------- norms
 
 namespace {

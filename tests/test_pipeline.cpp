@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -38,8 +39,8 @@ private:
   std::optional<std::string> old_;
 };
 
-/// A graph where every pass has work: a param to bake, weight-only math to fold, an identity,
-/// a duplicate and dead code.
+/// A graph where every pass the pipeline runs by default has work: a param to bake, weight-only
+/// math to fold, an identity, a duplicate, a residual add before a layer norm, and dead code.
 ir::Graph sample() {
   return ir::parse_text(R"(graph @sample {
   %0 = input("x") : [2, 3] f32
@@ -53,7 +54,10 @@ ir::Graph sample() {
   %8 = exp(%4) : [2, 3] f32                     // the same as %7 once + 0 is gone
   %9 = sub(%7, %8) : [2, 3] f32
   %10 = tanh(%0) : [2, 3] f32                   // dead
-  return %9
+  %11 = add(%9, %0) : [2, 3] f32                // a residual add: fuses into the norm
+  %12 = constant(data=x"0000803f0000803f0000803f") : [3] f32
+  %13 = layer_norm(%11, %12, %12) : [2, 3] f32
+  return %13
 })");
 }
 
@@ -71,7 +75,7 @@ std::vector<std::string_view> names(const std::vector<passes::PassRun>& runs) {
 
 } // namespace
 
-TEST_CASE("pipeline: bakes, folds, simplifies, merges and removes dead code in one run") {
+TEST_CASE("pipeline: bakes, folds, simplifies, merges, fuses and removes dead code in one run") {
   ir::Graph g = sample();
   passes::PipelineOptions opts;
   opts.passes = scale_values();
@@ -83,37 +87,89 @@ TEST_CASE("pipeline: bakes, folds, simplifies, merges and removes dead code in o
   %2 = mul(%0, %1) : [2, 3] f32
   %3 = exp(%2) : [2, 3] f32
   %4 = sub(%3, %3) : [2, 3] f32
-  return %4
+  %5 = constant(data=x"0000803f0000803f0000803f") : [3] f32
+  %6 = fused_residual_ln(%4, %0, %5, %5) : [2, 3] f32
+  return %6
 }
 )";
   CHECK(ir::to_text(g) == want);
-  REQUIRE(runs.size() == 5);
+  REQUIRE(runs.size() == 6);
   for (const passes::PassRun& r : runs) {
     INFO(r.name);
     CHECK(r.changed);
     CHECK(r.seconds >= 0);
   }
   CHECK(runs.back().nodes == g.len());
-  // the same values as the graph before, with scale fed
+  // the same values as the graph before, with scale fed (bit for bit here: the residual's sum
+  // 0 + x is exact in f32 too)
   interp::Feed in{{"x", interp::Buffer::f32({2, 3}, std::vector<float>{1, -2, 0.5f, 3, 0, -1})}};
   auto before = interp::run(sample(), in, scale_values().params);
   auto after = interp::run(g, in);
   CHECK(before == after);
 }
 
-TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose and fusion when asked") {
+TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose and the fusions that "
+          "do not pay on both backends only when asked") {
   std::vector<std::string_view> all;
   for (const passes::PassInfo& p : passes::kPasses) all.push_back(p.name);
   std::vector<std::string_view> by_default = all;
-  std::erase(by_default, "decompose");
-  std::erase(by_default, "fuse_matmul_bias_act");
+  for (std::string_view off :
+       {"decompose", "fuse_shared_matmul", "fuse_swiglu", "fuse_matmul_bias_act"})
+    std::erase(by_default, off);
   ir::Graph g = sample();
   CHECK(names(passes::compile_pipeline(g)) == by_default);
   passes::PipelineOptions opts;
   opts.decompose = true;
-  opts.fuse = true;
+  opts.fuse = passes::FuseOptions::all();
   g = sample();
   CHECK(names(passes::compile_pipeline(g, opts)) == all);
+  opts.fuse = passes::FuseOptions::none();
+  g = sample();
+  std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
+  for (const passes::PassRun& r : runs) CHECK(r.name.substr(0, 5) != "fuse_");
+  CHECK(runs.size() == all.size() - 4);
+}
+
+TEST_CASE("pipeline: a SwiGLU FFN with baked weights becomes one product by the weights side by "
+          "side and one fused_swiglu, and computes the same") {
+  ir::Graph g("ffn");
+  auto x = g.input("x", ir::Shape({3, 4}, ir::DType::F32));
+  auto up = g.param("up", ir::Shape({4, 6}, ir::DType::F32));
+  auto gate = g.param("gate", ir::Shape({4, 6}, ir::DType::F32));
+  auto down = g.param("down", ir::Shape({6, 4}, ir::DType::F32));
+  g.set_outputs({g.swiglu_ffn(x, up, gate, down)});
+  interp::Feed weights;
+  for (const char* name : {"up", "gate", "down"}) {
+    ir::Shape s = g.shape(*g.param_id(name));
+    interp::Buffer w(s);
+    for (int64_t i = 0; i < w.numel(); ++i) w.set_f64(i, std::sin(0.7 * double(i) + name[0]));
+    weights[name] = w;
+  }
+  ir::Graph fused = g;
+  passes::PipelineOptions opts;
+  opts.passes.params = weights;
+  opts.fuse = passes::FuseOptions::all();
+  opts.verify_each = true;
+  passes::compile_pipeline(fused, opts);
+  INFO(ir::to_text(fused));
+  auto count = [&](ir::OpKind k) {
+    return std::count_if(fused.nodes().begin(), fused.nodes().end(),
+                         [k](const ir::Node& n) { return n.op.kind() == k; });
+  };
+  CHECK(count(ir::OpKind::FusedSwiGLU) == 1);
+  CHECK(count(ir::OpKind::MatMul) == 2); // x @ [up | gate], then the down projection
+  CHECK(count(ir::OpKind::Narrow) == 0);
+  CHECK(count(ir::OpKind::Concat) == 0); // concatenated once, by the pass: no concat per call
+  const ir::Node& wide = fused.node(fused.node(fused.node(fused.outputs[0]).inputs[0]).inputs[0]);
+  CHECK(wide.op.kind() == ir::OpKind::MatMul);
+  CHECK(fused.shape(wide.inputs[1]) == ir::Shape({4, 12}, ir::DType::F32));
+  interp::Feed in{
+      {"x", interp::Buffer::f32(
+                {3, 4}, std::vector<float>{1, -2, 0.5f, 3, 0, -1, 2, 0.25f, -0.5f, 1, 1.5f, -3})}};
+  auto want = interp::run(g, in, weights), got = interp::run(fused, in);
+  REQUIRE(got.size() == 1);
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    CHECK(got[0].get_f64(i) == doctest::Approx(want[0].get_f64(i)).epsilon(1e-5));
 }
 
 TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass saying so") {
@@ -125,7 +181,7 @@ TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass 
   ir::Graph before = g;
   passes::PipelineOptions opts;
   opts.decompose = true;
-  opts.fuse = true;
+  opts.fuse = passes::FuseOptions::all();
   std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
   CHECK(runs.size() == std::size(passes::kPasses));
   for (const passes::PassRun& r : runs) {
@@ -163,7 +219,7 @@ TEST_CASE("pipeline: RLX_DEBUG=pass-times prints one line per pass, and so does 
     passes::compile_pipeline(g, opts);
     std::string out = log.str();
     INFO(out);
-    CHECK(std::count(out.begin(), out.end(), '\n') == 5);
+    CHECK(std::count(out.begin(), out.end(), '\n') == 6); // the passes run by default
     CHECK(out.find("rlx pass cse") != std::string::npos);
     CHECK(out.find("rlx pass param_specialize") != std::string::npos);
     CHECK(out.find("(unchanged)") != std::string::npos);

@@ -164,3 +164,18 @@ TEST_CASE("plan: a prologue operand that varies across a row's elements by a str
   CHECK_FALSE(p.kernels[0].row_prologue);
   CHECK(count(p, Step::Kind::Native) == 1);
 }
+
+TEST_CASE("plan: a fused residual norm computes its element-wise x as its prologue") {
+  Graph g("residual prologue");
+  Shape row({8}, DType::F32);
+  NodeId x = g.input("x", Shape({4, 8}, DType::F32));
+  NodeId r = g.input("r", Shape({4, 8}, DType::F32));
+  NodeId gamma = g.input("gamma", row), beta = g.input("beta", row);
+  NodeId t = g.add_inferred(Op(OpKind::Tanh), {x});
+  g.set_outputs({g.add_inferred(Op(OpKind::FusedResidualLN, FusedResidualNormAttrs{false, 1e-5f}),
+                                {t, r, gamma, beta})});
+  rlx::jit::Plan p = make_plan(g);
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.steps[0].kind == Step::Kind::Row);
+  CHECK(p.steps[0].prologue);
+}

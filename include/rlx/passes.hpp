@@ -71,6 +71,21 @@ bool cse(ir::Graph& g, const PassOptions& opts = {});
 /// the kPure trait are kept too. Does not merge or rewrite anything.
 bool dce(ir::Graph& g, const PassOptions& opts = {});
 
+/// Replace matmuls of one input x by rank-2 Constant weights (each read by its matmul only; x's
+/// dtype) with one matmul by the weights side by side, concatenated by the pass (once, at compile
+/// time; weights that are still Params are left alone: concatenating them would cost a copy per
+/// call), and a narrow of the last axis per product. Guarantees: bit-identical values (each
+/// element is the same dot product). Leaves no dead nodes; the separate weights go.
+bool fuse_shared_matmul(ir::Graph& g, const PassOptions& opts = {});
+
+/// Fuse silu(gate) * up, where up and gate are the halves [0, N) and [N, 2N) (either way round:
+/// gate_first) of one value's last axis taken by narrow, into one fused_swiglu node; a cast of
+/// the product to another float dtype becomes its cast_to. Assumes floats, no broadcasting in
+/// the product, and that nothing else reads the narrows, the silu or the product (the halved
+/// value may have other readers); else nothing fuses. Guarantees: the same values within
+/// rounding (the fused kernel rounds the product once). Leaves no dead nodes.
+bool fuse_swiglu(ir::Graph& g, const PassOptions& opts = {});
+
 /// Fuse x @ w + bias [then an activation] into one fused_matmul_bias_act node. Assumes the
 /// product and the sum are floats of one shape and dtype (the bias broadcasts without changing
 /// them), the product has no other reader, and the activation (default attributes only) is the
@@ -78,6 +93,14 @@ bool dce(ir::Graph& g, const PassOptions& opts = {});
 /// within rounding (the fused kernel adds the bias before rounding the product). Leaves no dead
 /// nodes; the fused node takes the label and source line of the last node it replaces.
 bool fuse_matmul_bias_act(ir::Graph& g, const PassOptions& opts = {});
+
+/// Fuse layer_norm or rms_norm over the last axis of x + r, (x + r) + bias or (x + bias) + r into
+/// one fused_residual_ln / fused_residual_rms_norm node. Assumes x and r of the norm's shape and
+/// dtype (floats), bias, gamma and beta vectors along the last axis of that dtype, and that
+/// nothing but the pattern reads the sums; else nothing fuses. Guarantees: the same values within
+/// rounding (the fused kernel keeps the sum in double). Leaves no dead nodes; the fused node takes
+/// the norm's label and source line.
+bool fuse_residual_norm(ir::Graph& g, const PassOptions& opts = {});
 
 /// Whether `decompose` has a rule for the kind (every composite op must have one).
 bool has_decomposition(ir::OpKind kind);
@@ -103,8 +126,14 @@ inline constexpr PassInfo kPasses[] = {
     {"algebraic_simplify", "apply exact identities: x + 0, x * 1, neg(neg x), x * 0 on integers",
      &algebraic_simplify, true},
     {"cse", "merge pure nodes with the same op, attributes, operands and shape", &cse, true},
+    {"fuse_shared_matmul", "one matmul by side-by-side constant weights for products of one input",
+     &fuse_shared_matmul, true},
+    {"fuse_swiglu", "fuse silu(gate) * up of two halves of one value into fused_swiglu",
+     &fuse_swiglu, false},
     {"fuse_matmul_bias_act", "fuse matmul, bias add and activation into fused_matmul_bias_act",
      &fuse_matmul_bias_act, false},
+    {"fuse_residual_norm", "fuse residual (and bias) adds into the layer or rms norm after them",
+     &fuse_residual_norm, false},
     {"dce", "remove pure nodes that no output depends on (inputs and params stay)", &dce, true},
 };
 
@@ -113,15 +142,35 @@ const PassInfo* find_pass(std::string_view name);
 
 // ---- The compile pipeline
 
+/// Which fusion passes compile_pipeline runs. A fusion is on by default when both backends run
+/// the fused op at least as fast as the parts it replaces (the measurements are in
+/// docs/ARCHITECTURE.md, "Passes and the compile pipeline").
+struct FuseOptions {
+  /// Off: both backends run a matmul with the interpreter's loop, whose cost does not change
+  /// with the width of the product, so the narrows are extra copies (0-2% slower).
+  bool shared_matmul = false;
+  /// Off: the JIT runs fused_swiglu with the interpreter's scalar kernel, 2.3-2.8x slower than
+  /// the unfused narrows and its vectorized silu-times-up loop (the interpreter: 1.7x faster).
+  bool swiglu = false;
+  /// Off: both backends run fused_matmul_bias_act with the interpreter's kernel, 16% slower than
+  /// the matmul, then the add and activation (a vectorized loop on the JIT).
+  bool matmul_bias_act = false;
+  /// On: one row kernel on the JIT either way (as fast, or up to 25% faster on long rows), and
+  /// one pass over the data instead of three in the interpreter (1.5-1.9x faster).
+  bool residual_norm = true;
+
+  static constexpr FuseOptions all() { return {true, true, true, true}; }
+  static constexpr FuseOptions none() { return {false, false, false, false}; }
+};
+
 struct PipelineOptions {
   PassOptions passes;
   /// Run decompose. Off by default: every backend has a kernel for every composite op, and the
   /// JIT's row kernels are faster than the decomposed forms.
   bool decompose = false;
-  /// Run the fusion passes (today fuse_matmul_bias_act). Off by default until the backends say
-  /// which fused ops they run faster than their parts (the JIT runs fused_matmul_bias_act with
-  /// the interpreter's kernel, and the add and activation as a vectorized loop when unfused).
-  bool fuse = false;
+  /// The fusion passes to run (FuseOptions::all() or none() to ask for every one or none). With
+  /// decompose on, they fuse the primitives decompose made back into the fused ops they find.
+  FuseOptions fuse;
   /// ir::verify before the first pass (an rlx::Error for a bad input graph) and after each one
   /// (an InternalError naming the pass that broke the graph). Tests turn it on.
   bool verify_each = false;
@@ -142,8 +191,9 @@ struct PassRun {
 };
 
 /// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): param_specialize,
-/// [decompose], constant_fold, algebraic_simplify, cse, [fuse_matmul_bias_act], dce. Rewrites g in
-/// place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
+/// [decompose], constant_fold, algebraic_simplify, cse, [fuse_shared_matmul], [fuse_swiglu],
+/// [fuse_matmul_bias_act], [fuse_residual_norm], dce (in brackets: as the options say). Rewrites g
+/// in place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
 /// (dump_changed) and `pass-times` (time_passes) to the options; another item is an rlx::Error.
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
 

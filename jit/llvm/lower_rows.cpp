@@ -101,6 +101,9 @@ int64_t row_len(const ir::Graph& g, const ir::Node& n) {
   return len;
 }
 
+/// The longest row whose f64 sums a fused residual norm keeps on the stack (32 KiB).
+constexpr int64_t kMaxScratchRow = 4096;
+
 llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
   llvm::IRBuilder<>& bld = B();
   llvm::IRBuilderBase::FastMathFlagGuard keep(bld);
@@ -249,6 +252,16 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
   bool has_bias = fused_residual && n.op.attrs<ir::FusedResidualNormAttrs>().has_bias;
   bool norm = fused_residual || k == OpKind::LayerNorm || k == OpKind::RmsNorm;
   bool rms = k == OpKind::RmsNorm || k == OpKind::FusedResidualRmsNorm;
+  // The fused residual norms compute each element's sum once, in f64, into a row of scratch on
+  // the stack that the later passes read (recomputing it, three f64 conversions and two f64 adds,
+  // in each pass cost twice the time of the unfused add and norm); rows too long for the stack
+  // recompute it.
+  llvm::Value* scratch = nullptr;
+  if (fused_residual && len <= kMaxScratchRow) {
+    auto* a = b.CreateAlloca(b.getDoubleTy(), b.getInt64(uint64_t(len)), "sum_row");
+    a->setAlignment(llvm::Align(64));
+    scratch = a;
+  }
 
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
@@ -267,6 +280,15 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
       }
       return v;
     };
+    // xd(i) stored into the scratch row as it is computed, and read back from it.
+    auto kept = [&](llvm::Value* i) {
+      llvm::Value* v = xd(i);
+      b.CreateStore(v, b.CreateInBoundsGEP(e.dty, scratch, i));
+      return v;
+    };
+    auto again = [&](llvm::Value* i) {
+      return scratch ? b.CreateLoad(e.dty, b.CreateInBoundsGEP(e.dty, scratch, i)) : xd(i);
+    };
     if (k == OpKind::ReduceMax || k == OpKind::ReduceMin) {
       bool mx = k == OpKind::ReduceMax;
       e.store(
@@ -279,9 +301,13 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
     } else if (norm) {
       // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
       // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
-      llvm::Value* mean = rms ? e.f64(0.0) : b.CreateFDiv(e.sum(xd), count);
+      llvm::Value* mean = e.f64(0.0);
+      if (!rms) {
+        mean =
+            b.CreateFDiv(e.sum([&](llvm::Value* i) { return scratch ? kept(i) : xd(i); }), count);
+      }
       llvm::Value* ss = e.sum([&](llvm::Value* i) {
-        llvm::Value* d = b.CreateFSub(xd(i), mean);
+        llvm::Value* d = b.CreateFSub(scratch && rms ? kept(i) : again(i), mean);
         return b.CreateFMul(d, d);
       });
       double eps = double(fused_residual ? n.op.attrs<ir::FusedResidualNormAttrs>().eps
@@ -291,7 +317,7 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
       llvm::Value* gamma = arg(n.inputs.size() - 2);
       llvm::Value* beta = arg(n.inputs.size() - 1);
       e.each([&](llvm::Value* i) {
-        llvm::Value* v = b.CreateFDiv(b.CreateFSub(xd(i), mean), denom);
+        llvm::Value* v = b.CreateFDiv(b.CreateFSub(again(i), mean), denom);
         v = b.CreateFAdd(b.CreateFMul(v, e.widen(e.load(gamma, i))), e.widen(e.load(beta, i)));
         e.store(e.narrow(v), e.y, at(i));
       });

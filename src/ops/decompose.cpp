@@ -207,7 +207,10 @@ NodeId contract_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) 
     NodeId first = e.narrow(in[0], r - 1, 0, half), second = e.narrow(in[0], r - 1, half, half);
     bool gate_first = n.op.attrs<ir::SwiGluAttrs>().gate_first;
     NodeId up = gate_first ? second : first, gate = gate_first ? first : second;
-    return e.mul(e.op(OpKind::Silu, {gate}), up);
+    NodeId y = e.mul(e.op(OpKind::Silu, {gate}), up);
+    if (auto to = n.op.attrs<ir::SwiGluAttrs>().cast_to)
+      y = e.op(ir::Op(OpKind::Cast, ir::CastAttrs{*to}), {y});
+    return y;
   }
   NodeId y = e.add(e.op(OpKind::MatMul, {in[0], in[1]}), in[2]);
   if (auto act = n.op.attrs<ir::FusedMatMulAttrs>().activation) y = e.op(ir::to_op_kind(*act), {y});

@@ -114,7 +114,9 @@ std::optional<Shape> infer_contract(const Op& op, std::span<const Shape> in) {
     if (h.rank() == 0) shape_error(op, in, "needs rank >= 1");
     int64_t n = static_size(h.dims().back());
     if (n % 2) shape_error(op, in, "last axis ", n, " must be even ([up, gate] halves)");
-    return h.with_dim(h.rank() - 1, Dim(n / 2));
+    std::optional<DType> to = op.attrs<SwiGluAttrs>().cast_to;
+    if (to && !is_float(*to)) shape_error(op, in, "cast_to must be a floating-point dtype");
+    return h.with_dim(h.rank() - 1, Dim(n / 2)).with_dtype(to.value_or(h.dtype()));
   }
   default:
     return std::nullopt;

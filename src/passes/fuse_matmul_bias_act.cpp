@@ -11,29 +11,21 @@
 
 #include "rewriter.hpp"
 
-#include <algorithm>
 #include <optional>
 #include <vector>
 
 namespace rlx::passes {
 namespace {
 
-/// How many times each node is read (as an operand or an output).
-std::vector<std::size_t> read_counts(const ir::Graph& g) {
-  std::vector<std::size_t> reads(g.len(), 0);
-  for (const ir::Node& n : g.nodes())
-    for (ir::NodeId in : n.inputs) ++reads[in.index];
-  for (ir::NodeId o : g.outputs) ++reads[o.index];
-  return reads;
-}
-
-/// One match: the matmul, the add, the activation (if fused) and the bias operand of the add.
+/// One match: the nodes it absorbs (the matmul, and the add when an activation follows), its
+/// last node (the add or the activation), the product's node and the bias operand of the add.
 struct Chain {
-  ir::NodeId matmul, add, bias;
-  std::optional<ir::NodeId> act;
+  std::vector<ir::NodeId> absorbed;
+  ir::NodeId last, matmul, bias;
+  std::optional<ir::Activation> act;
 };
 
-/// The chain whose add is node `add`, if it is one.
+/// The chain whose add is node `add`, if it is one (without its activation).
 std::optional<Chain> match_add(const ir::Graph& g, const ir::Node& add,
                                const std::vector<std::size_t>& reads) {
   if (add.op.kind() != ir::OpKind::Add || !ir::is_float(add.shape.dtype())) return std::nullopt;
@@ -41,7 +33,7 @@ std::optional<Chain> match_add(const ir::Graph& g, const ir::Node& add,
     const ir::Node& mm = g.node(add.inputs[side]);
     if (mm.op.kind() != ir::OpKind::MatMul || mm.shape != add.shape || reads[mm.id.index] != 1)
       continue;
-    return Chain{mm.id, add.id, add.inputs[1 - side], std::nullopt};
+    return Chain{{mm.id}, add.id, mm.id, add.inputs[1 - side], std::nullopt};
   }
   return std::nullopt;
 }
@@ -56,38 +48,23 @@ bool is_plain_activation_of(const ir::Node& n, ir::NodeId x) {
 
 bool fuse_matmul_bias_act(ir::Graph& g, const PassOptions&) {
   std::vector<std::size_t> reads = read_counts(g);
-  // Match first: chains[i] is the chain that node i ends, and absorbed nodes vanish.
-  std::vector<std::optional<Chain>> ends(g.len());
-  std::vector<uint8_t> absorbed(g.len(), 0);
-  for (const ir::Node& n : g.nodes()) {
+  auto match = [&](const ir::Node& n) {
     std::optional<Chain> c = match_add(g, n, reads);
-    if (!c) continue;
-    ir::NodeId last = c->add;
-    if (reads[c->add.index] == 1)
-      for (ir::NodeId user : g.users(c->add))
-        if (is_plain_activation_of(g.node(user), c->add)) c->act = last = user;
-    absorbed[c->matmul.index] = 1;
-    if (c->act) absorbed[c->add.index] = 1;
-    ends[last.index] = c;
-  }
-  if (std::none_of(ends.begin(), ends.end(), [](const auto& c) { return c.has_value(); }))
-    return false;
-  Rewriter rw(g);
-  for (const ir::Node& n : g.nodes()) {
-    if (absorbed[n.id.index]) continue;
-    const std::optional<Chain>& c = ends[n.id.index];
-    if (!c) {
-      rw.copy(n);
-      continue;
+    if (!c || reads[n.id.index] != 1) return c;
+    for (ir::NodeId user : g.users(n.id)) {
+      if (!is_plain_activation_of(g.node(user), n.id)) continue;
+      c->act = ir::as_activation(g.node(user).op.kind());
+      c->absorbed.push_back(n.id);
+      c->last = user;
     }
-    const ir::Node& mm = g.node(c->matmul);
-    std::optional<ir::Activation> act;
-    if (c->act) act = ir::as_activation(g.node(*c->act).op.kind());
-    ir::Op fused(ir::OpKind::FusedMatMulBiasAct, ir::FusedMatMulAttrs{act});
-    rw.emit(n, std::move(fused), {rw[mm.inputs[0]], rw[mm.inputs[1]], rw[c->bias]});
-  }
-  g = rw.finish();
-  return true;
+    return c;
+  };
+  auto emit = [&](Rewriter& rw, const ir::Node& last, const Chain& c) {
+    const ir::Node& mm = g.node(c.matmul);
+    ir::Op fused(ir::OpKind::FusedMatMulBiasAct, ir::FusedMatMulAttrs{c.act});
+    rw.emit(last, std::move(fused), {rw[mm.inputs[0]], rw[mm.inputs[1]], rw[c.bias]});
+  };
+  return fuse_matches<Chain>(g, match, emit);
 }
 
 } // namespace rlx::passes

@@ -97,8 +97,14 @@ std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts)
   run(algebraic_simplify);
   // After simplifying, which makes more nodes alike.
   run(cse);
-  // Fusion on the smallest graph; off by default until the backends choose their fused ops.
-  if (opts.fuse) run(fuse_matmul_bias_act);
+  // Fusion on the smallest graph, each as PipelineOptions::fuse says (FuseOptions: which are on
+  // by default and why). Products of one input first, so that a SwiGLU's two projections become
+  // one product whose halves fuse_swiglu finds.
+  if (opts.fuse.shared_matmul) run(fuse_shared_matmul);
+  if (opts.fuse.swiglu) run(fuse_swiglu);
+  if (opts.fuse.matmul_bias_act) run(fuse_matmul_bias_act);
+  // After the bias fusion: a residual add of its result still fuses into the norm after it.
+  if (opts.fuse.residual_norm) run(fuse_residual_norm);
   // Last: the passes above leave the nodes they bypass.
   run(dce);
   return run.report();

@@ -4,6 +4,7 @@
 #include "rlx/interp.hpp"
 #include "rlx/ir/graph.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -68,6 +69,47 @@ private:
   const ir::Graph& src_;
   std::vector<ir::NodeId> map_;
 };
+
+/// How many times each node is read (as an operand, or as an output of the graph): fusions fire
+/// only where the values they absorb have no reader outside the pattern.
+inline std::vector<std::size_t> read_counts(const ir::Graph& g) {
+  std::vector<std::size_t> reads(g.len(), 0);
+  for (const ir::Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) ++reads[in.index];
+  for (ir::NodeId o : g.outputs) ++reads[o.index];
+  return reads;
+}
+
+/// The shape the fusions share. `match(n)`, called on every node in order, returns a match (a
+/// struct with `absorbed`, the nodes that vanish into it, and `last`, the node its fused node
+/// stands for) or nullopt; matches must not overlap. Then g is rebuilt: absorbed nodes go, and
+/// `emit(rw, last_node, match)` appends each fused node in place of its `last` node, whose
+/// label and source line it takes. Returns whether anything matched.
+template <class Match, class MatchFn, class EmitFn>
+bool fuse_matches(ir::Graph& g, MatchFn match, EmitFn emit) {
+  std::vector<std::optional<Match>> ends(g.len());
+  std::vector<uint8_t> absorbed(g.len(), 0);
+  bool any = false;
+  for (const ir::Node& n : g.nodes()) {
+    std::optional<Match> m = match(n);
+    if (!m) continue;
+    for (ir::NodeId id : m->absorbed) absorbed[id.index] = 1;
+    ir::NodeId last = m->last;
+    ends[last.index] = std::move(m);
+    any = true;
+  }
+  if (!any) return false;
+  Rewriter rw(g);
+  for (const ir::Node& n : g.nodes()) {
+    if (absorbed[n.id.index]) continue;
+    if (const std::optional<Match>& m = ends[n.id.index])
+      emit(rw, n, *m);
+    else
+      rw.copy(n);
+  }
+  g = rw.finish();
+  return true;
+}
 
 /// A Constant op holding the bytes of `value` (the node gets value's shape).
 inline ir::Op constant_op(const interp::Buffer& value) {

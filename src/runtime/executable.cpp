@@ -76,7 +76,8 @@ std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
     fail(ErrorKind::Unsupported, "compile: backend ", enum_name(backend),
          " is not available in this build; use Backend::Interp");
   // The compile pipeline (rlx/passes.hpp) runs in front of both backends: its default passes
-  // keep every value bit for bit and the graph's leaves as they are.
+  // keep the graph's leaves as they are, and every value bit for bit but for the fused residual
+  // norms, which keep their sums unrounded.
   ir::verify(g);
   ir::Graph opt = g;
   passes::compile_pipeline(opt);
