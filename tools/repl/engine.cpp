@@ -7,6 +7,7 @@
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Interpreter/Interpreter.h>
 #include <llvm/ADT/SmallString.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/TargetSelect.h>
 
@@ -109,6 +110,56 @@ private:
 
 std::string take_message(llvm::Error err) { return llvm::toString(std::move(err)); }
 
+/// Whether `name` is defined by an earlier input or the process.
+bool defined(clang::Interpreter& interpreter, llvm::StringRef name) {
+  auto address = interpreter.getSymbolAddress(name);
+  if (address) return true;
+  llvm::consumeError(address.takeError());
+  return false;
+}
+
+/// The global values whose code or initializer refers to `v` (through constant expressions).
+void referrers(const llvm::Value* v, std::vector<const llvm::GlobalValue*>& out, int depth = 0) {
+  for (const llvm::User* u : v->users()) {
+    if (const auto* inst = llvm::dyn_cast<llvm::Instruction>(u))
+      out.push_back(inst->getFunction());
+    else if (const auto* gv = llvm::dyn_cast<llvm::GlobalValue>(u))
+      out.push_back(gv);
+    else if (depth < 8)
+      referrers(u, out, depth + 1);
+  }
+}
+
+/// The symbols `m` needs that neither an earlier input nor the process defines. A module that
+/// fails to link in clang 19's JIT leaves its symbols failed (the exception personality's
+/// among them) and its initializers pending, so every later input would fail: such a module
+/// must never be added. A reference counts only from code that will be kept: the JIT drops a
+/// weak (inline, template) definition that an earlier input or the process already has, and
+/// clang re-emits many of those in every input.
+std::vector<std::string> undefined_symbols(clang::Interpreter& interpreter, llvm::Module& m) {
+  std::vector<std::string> missing;
+  auto check = [&](const llvm::GlobalValue& gv) {
+    if (!gv.isDeclaration() || gv.use_empty() || gv.hasExternalWeakLinkage() || !gv.hasName())
+      return;
+    if (const auto* f = llvm::dyn_cast<llvm::Function>(&gv); f && f->isIntrinsic()) return;
+    if (defined(interpreter, gv.getName())) return;
+    std::vector<const llvm::GlobalValue*> users;
+    referrers(&gv, users);
+    for (const llvm::GlobalValue* user : users) {
+      if (user != nullptr && user->getName().starts_with("llvm.")) continue; // llvm.used lists
+      bool dropped = user != nullptr && user->isWeakForLinker() && user->hasName() &&
+                     defined(interpreter, user->getName());
+      if (!dropped) {
+        missing.push_back(gv.getName().str());
+        return;
+      }
+    }
+  };
+  for (const llvm::Function& f : m.functions()) check(f);
+  for (const llvm::GlobalVariable& g : m.globals()) check(g);
+  return missing;
+}
+
 } // namespace
 
 struct Engine::Impl {
@@ -155,6 +206,15 @@ bool Engine::execute(std::string& error) {
   clang::PartialTranslationUnit* ptu = impl_->pending;
   impl_->pending = nullptr;
   if (ptu == nullptr || !ptu->TheModule) return true; // nothing to run (declarations only)
+  std::vector<std::string> missing = undefined_symbols(*impl_->interpreter, *ptu->TheModule);
+  if (!missing.empty()) {
+    error = "no definition of";
+    for (const std::string& name : missing) error += (error.back() == 'f' ? " " : ", ") + name;
+    // Nothing of it ran: drop it, so that what it declared can be declared again.
+    if (llvm::Error undo = impl_->interpreter->Undo())
+      error += "; " + take_message(std::move(undo));
+    return false;
+  }
   if (llvm::Error err = impl_->interpreter->Execute(*ptu)) {
     error = take_message(std::move(err));
     // Linking failed, so nothing of this input ran: drop it, or every later input would

@@ -23,8 +23,9 @@ public:
   /// the input waits for execute(); on failure clang has already dropped it.
   bool parse(std::string_view code, bool quiet);
   /// Run the input parsed last. A C++ exception it throws propagates to the caller (the input
-  /// stays: its code may be referenced by values it made). A JIT failure (an undefined symbol)
-  /// returns false with `error` set, after undoing the input, which never ran.
+  /// stays: its code may be referenced by values it made). An input using a symbol nothing
+  /// defines is not run but undone, and returns false with `error` naming the symbols; another
+  /// JIT failure returns false with LLVM's message.
   bool execute(std::string& error);
   /// The clang version string ("19.1.7").
   static std::string clang_version();

@@ -33,10 +33,10 @@ void run_input(Session& session, LineInput& input, const std::string& source, bo
   CellSplitter cell;
   int line_no = 0, first_line = 1, cell_no = 0;
   for (;;) {
-    const char* prompt = cell.blank() ? "rlx> " : "...> ";
+    const char* prompt = cell.blank() && cell.complete() ? "rlx> " : "...> ";
     std::optional<std::string> line = input.read(interactive ? prompt : "");
     if (!line) {
-      if (cell.blank()) return;
+      if (cell.complete()) return;
       std::string name = interactive ? "<cell " + std::to_string(cell_no + 1) + ">" : source;
       session.report_unclosed(name, interactive ? 1 : first_line, cell.unclosed());
       cell.clear();
@@ -44,12 +44,15 @@ void run_input(Session& session, LineInput& input, const std::string& source, bo
       continue; // Ctrl-D inside a cell drops the cell, a second one leaves
     }
     ++line_no;
-    if (cell.blank() && is_meta_command(*line)) {
+    bool fresh = cell.blank() && cell.complete(); // nothing pending (not even a comment)
+    if (fresh && is_meta_command(*line)) {
       cell.clear();
-      if (session.run_meta(*line) == Next::Quit) return;
+      ++cell_no;
+      std::string name = interactive ? "<cell " + std::to_string(cell_no) + ">" : source;
+      if (session.run_meta(*line, name, interactive ? 1 : line_no) == Next::Quit) return;
       continue;
     }
-    if (cell.blank()) {
+    if (fresh) {
       cell.clear();
       first_line = line_no;
     }

@@ -132,6 +132,8 @@ template <class T> std::string repr(const T& v) {
       first = false;
     }
     return s + "]";
+  } else if constexpr (std::is_class_v<U> && requires { &U::operator(); }) {
+    return "<" + name_of<U>() + ">"; // a lambda: not its conversion to a function pointer
   } else if constexpr (Streamable<U>) {
     std::ostringstream os;
     os << v;

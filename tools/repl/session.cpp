@@ -35,6 +35,21 @@ std::string demangle(const char* name) {
   return out;
 }
 
+/// `text` with every word that is a mangled C++ name (_Z...) demangled.
+std::string demangle_words(const std::string& text) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t end = text.find_first_of(" ,[]{}()\n", i);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(i, end - i);
+    out += word.starts_with("_Z") ? demangle(word.c_str()) : word;
+    if (end < text.size()) out += text[end];
+    i = end + 1;
+  }
+  return out;
+}
+
 /// The message for the exception being handled (call inside a catch block).
 std::string current_exception_message() {
   try {
@@ -136,7 +151,7 @@ Session::~Session() {
 void Session::fail(const std::string& message) {
   ++failures_;
   flush_output();
-  if (!message.empty()) std::fputs((message + "\n").c_str(), stderr);
+  if (!message.empty()) std::fputs((where_ + ": " + message + "\n").c_str(), stderr);
   std::fflush(stderr);
 }
 
@@ -152,13 +167,14 @@ bool Session::check(const std::string& code, bool quiet, double& ms) {
   ms += child.ms;
   if (child.kind == ChildOutcome::Kind::Exited) return child.code == 0;
   if (!quiet)
-    std::fprintf(stderr, "error: clang failed on this cell (%s); it was not run\n",
-                 child.describe(options_.parse_timeout).c_str());
+    std::fprintf(stderr, "%s: error: clang failed on this cell (%s); it was not run\n",
+                 where_.c_str(), child.describe(options_.parse_timeout).c_str());
   return false;
 }
 
 bool Session::run_cell(const std::string& cell, const std::string& source, int line) {
   ++cells_;
+  where_ = source + ":" + std::to_string(line);
   const std::string header = line_directive(source, line);
   CellPlan plan = plan_cell(with_inline_autos(cell, source, line));
   std::string code;
@@ -183,9 +199,9 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
     code = std::move(plain);
     parsed = !options_.sandbox;
   }
-  if (!parsed) {
+  if (!parsed) { // quiet: the copy has printed clang's warnings already
     auto t0 = Clock::now();
-    bool ok = engine_->parse(code, false);
+    bool ok = engine_->parse(code, /*quiet=*/true);
     parse_ms = ms_since(t0);
     if (!ok) { // the copy accepted it: clang is not deterministic here
       fail("error: the cell parsed in the sandbox but not in the session");
@@ -201,7 +217,7 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
     std::string error;
     if (!engine_->execute(error)) {
       ok = false;
-      message = "error: " + error;
+      message = "error: the cell does not link: " + demangle_words(error);
     }
   } catch (...) {
     ok = false;
@@ -231,11 +247,12 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
 
 void Session::report_unclosed(const std::string& source, int line, const std::string& what) {
   ++cells_;
-  fail(source + ":" + std::to_string(line) + ": error: the input ended inside a cell: " + what +
-       "; the cell was not run");
+  where_ = source + ":" + std::to_string(line);
+  fail("error: the input ended inside a cell: " + what + "; the cell was not run");
 }
 
-Next Session::run_meta(const std::string& text) {
+Next Session::run_meta(const std::string& text, const std::string& source, int line) {
+  where_ = source + ":" + std::to_string(line);
   std::string_view t = trim(text);
   std::string_view name = t.substr(0, t.find_first_of(" \t"));
   std::string_view arg = trim(t.substr(name.size()));
@@ -244,10 +261,12 @@ Next Session::run_meta(const std::string& text) {
   } else if (name == ":quit" || name == ":q" || name == ":exit") {
     return Next::Quit;
   } else if (name == ":timing") {
-    if (arg == "on" || arg == "off")
+    if (arg == "on" || arg == "off") {
       options_.timing = arg == "on";
-    else if (!arg.empty())
+    } else if (!arg.empty()) {
       fail("error: :timing takes on or off, not '" + std::string(arg) + "'");
+      return Next::Continue;
+    }
     std::printf("timing is %s\n", options_.timing ? "on" : "off");
   } else if (name == ":dump") {
     std::shared_ptr<const Executable> exe = last_run();

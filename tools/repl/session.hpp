@@ -30,7 +30,7 @@ public:
   /// `<cell 3>`): errors and rlx's messages point there. Returns whether the cell succeeded.
   bool run_cell(const std::string& cell, const std::string& source, int line);
   /// `:help`, `:quit`, `:timing on|off`, `:dump`; an unknown command is an error (counted).
-  Next run_meta(const std::string& command);
+  Next run_meta(const std::string& command, const std::string& source, int line);
   /// Report a cell cut off by the end of input (counted as a failure).
   void report_unclosed(const std::string& source, int line, const std::string& what);
 
@@ -45,6 +45,7 @@ private:
 
   SessionOptions options_;
   std::unique_ptr<Engine> engine_;
+  std::string where_; ///< "source:line" of the cell being run, the prefix of its errors
   int cells_ = 0;
   int failures_ = 0;
   double startup_ms_ = 0;
