@@ -2,7 +2,6 @@
 #include "session.hpp"
 
 #include "cells.hpp"
-#include "sandbox.hpp"
 
 #include <rlx/error.hpp>
 #include <rlx/ir/text.hpp>
@@ -139,11 +138,16 @@ Session::Session(SessionOptions options) : options_(std::move(options)) {
   if (!engine_->parse(prelude, false))
     throw std::runtime_error("the prelude (rlx/rlx.hpp, rlx_repl_prelude.hpp) does not compile");
   if (!engine_->execute(error)) throw std::runtime_error("the prelude does not link: " + error);
+  if (options_.sandbox)
+    sandbox_ = std::make_unique<Sandbox>(
+        [this](std::string_view code, bool quiet) { return engine_->parse(code, quiet); },
+        options_.parse_timeout);
   startup_ms_ = ms_since(t0);
 }
 
 Session::~Session() {
   flush_output();
+  sandbox_.reset();
   engine_.reset();
   flush_output();
 }
@@ -156,19 +160,19 @@ void Session::fail(const std::string& message) {
 }
 
 bool Session::check(const std::string& code, bool quiet, double& ms) {
-  if (!options_.sandbox) {
+  if (!sandbox_) {
     auto t0 = Clock::now();
     bool ok = engine_->parse(code, quiet);
     ms += ms_since(t0);
     return ok;
   }
-  ChildOutcome child =
-      run_in_child([&] { return engine_->parse(code, quiet) ? 0 : 1; }, options_.parse_timeout);
-  ms += child.ms;
-  if (child.kind == ChildOutcome::Kind::Exited) return child.code == 0;
-  if (!quiet)
+  Sandbox::Outcome out = sandbox_->check(code, quiet);
+  ms += out.ms;
+  using Kind = Sandbox::Outcome::Kind;
+  if (out.kind == Kind::Parsed) return true;
+  if (out.kind != Kind::Failed && !quiet)
     std::fprintf(stderr, "%s: error: clang failed on this cell (%s); it was not run\n",
-                 where_.c_str(), child.describe(options_.parse_timeout).c_str());
+                 where_.c_str(), out.describe(options_.parse_timeout).c_str());
   return false;
 }
 
@@ -216,6 +220,7 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
   try {
     std::string error;
     if (!engine_->execute(error)) {
+      if (sandbox_) sandbox_->reset(); // the cell was undone here, not in the copy
       ok = false;
       message = "error: the cell does not link: " + demangle_words(error);
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine.hpp"
+#include "sandbox.hpp"
 
 #include <memory>
 #include <string>
@@ -39,12 +40,13 @@ public:
   double startup_ms() const { return startup_ms_; }
 
 private:
-  /// Parse `code` in a forked copy (or here without the sandbox); 0 when it parses.
+  /// Parse `code` in the sandbox (or here without it); true when it parses.
   bool check(const std::string& code, bool quiet, double& ms);
   void fail(const std::string& message);
 
   SessionOptions options_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Sandbox> sandbox_;
   std::string where_; ///< "source:line" of the cell being run, the prefix of its errors
   int cells_ = 0;
   int failures_ = 0;
