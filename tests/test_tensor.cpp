@@ -94,6 +94,8 @@ TEST_CASE("tensor: each run is counted and the last executable run tells its pla
   } else {
     CHECK(plan.find("interpreter") != std::string::npos);
   }
+  rlx::clear_cache(); // releases it, and with it its compiled code
+  CHECK(rlx::last_run() == nullptr);
 }
 
 TEST_CASE("tensor: the same computation on new data is a cache hit") {

@@ -65,7 +65,8 @@ std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backen
 std::vector<interp::Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
                                            std::span<const interp::Buffer* const> leaves);
 /// The executable most recently run by run_executable in this process (the last materialized
-/// graph: its graph() and describe()); null before the first.
+/// graph: its graph() and describe()); null before the first and after clear_cache(). It keeps
+/// that executable's compiled code loaded.
 std::shared_ptr<const Executable> last_run();
 
 struct CacheStats {
@@ -87,8 +88,8 @@ struct CacheStats {
   int64_t kernels_specialized{}; ///< compiled for the binding's sizes
 };
 CacheStats cache_stats();
-/// Drop every cached executable (those still referenced stay alive with their users). The disk
-/// cache is kept.
+/// Drop every cached executable and last_run() (those still referenced stay alive with their
+/// users). The disk cache is kept.
 void clear_cache();
 
 /// The directory where compiled kernels are kept as object code, so another process running the

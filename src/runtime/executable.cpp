@@ -177,6 +177,7 @@ void clear_cache() {
   Cache& c = cache();
   std::lock_guard lock(c.mu);
   c.entries.clear();
+  c.last_run.reset();
 }
 
 } // namespace rlx
