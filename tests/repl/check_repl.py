@@ -4,7 +4,8 @@
 #   check_repl.py session REPL SCRIPT EXPECTED   the script piped in; output (stdout and stderr
 #                                                together) must be EXPECTED exactly, exit code 1
 #   check_repl.py corpus REPL CORPUS             every bad cell fails with its message, the
-#                                                session still answers (format: CORPUS's header)
+#                                                session still answers (format: CORPUS's header;
+#                                                clang may parse a cell for 5 s)
 #   check_repl.py eof REPL                       input ending inside a cell: reported, no hang
 #   check_repl.py cli REPL                       --help, --version, scripts, exit codes
 #
@@ -86,7 +87,7 @@ def corpus(repl, path):
     check(len(cases) >= 50, f"the corpus has {len(cases)} cases, fewer than 50")
     with open(path) as f:
         text = f.read()
-    code, out, err = run(repl, stdin=text)
+    code, out, err = run(repl, ["--parse-timeout", "5"], stdin=text)
     # Each error line starts with <stdin>:LINE; lines without one (source snippets, notes in
     # headers) belong to the error before them.
     by_line = {}

@@ -128,9 +128,10 @@ TEST_CASE("statements before a trailing expression run first") {
 }
 
 TEST_CASE("a cell without its final semicolon gets one") {
-  CHECK(terminated("int x = 3") == "int x = 3\n;");
+  CHECK(terminated("int x = 3") == "int x = 3;");
+  CHECK(terminated("int x = 3 // three") == "int x = 3; // three");
   CHECK(terminated("int x = 3; // three") == "int x = 3; // three");
-  CHECK(terminated("struct A {}") == "struct A {}\n;");
+  CHECK(terminated("struct A {}\n") == "struct A {};\n");
   CHECK(terminated("#include <vector>") == "#include <vector>");
 }
 

@@ -183,6 +183,7 @@ namespace {
 struct CellShape {
   std::size_t split = 0;              ///< just past the last top-level `;` or directive line
   std::optional<char> last{};         ///< the last code or literal character
+  std::size_t last_pos = 0;           ///< ... and its offset in the cell
   bool last_in_directive = false;     ///< ... and whether it was on a preprocessor line
   std::vector<std::size_t> assigns{}; ///< top-level assignment operators (positions)
 };
@@ -199,6 +200,7 @@ CellShape shape_of(std::string_view cell) {
     scan(st, line, directive, [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
       if (c == ' ' || c == '\t' || c == '\r') return;
       sh.last = c;
+      sh.last_pos = offset + pos;
       sh.last_in_directive = dir;
       if (kind != Kind::Code || depth != 0 || dir) return;
       if (c == ';') sh.split = offset + pos + 1;
@@ -236,7 +238,7 @@ CellPlan plan_cell(std::string_view cell) {
 std::string terminated(std::string_view cell) {
   CellShape sh = shape_of(cell);
   std::string out(cell);
-  if (sh.last && *sh.last != ';' && !sh.last_in_directive) out += "\n;";
+  if (sh.last && *sh.last != ';' && !sh.last_in_directive) out.insert(sh.last_pos + 1, ";");
   return out;
 }
 

@@ -63,8 +63,8 @@ struct CellPlan {
 };
 CellPlan plan_cell(std::string_view cell);
 
-/// The cell with a `;` appended when it would otherwise end without one (after an expression
-/// that cannot be printed, or a declaration typed without its semicolon).
+/// The cell with a `;` after its last token when it would otherwise end without one (after an
+/// expression that cannot be printed, or a declaration typed without its semicolon).
 std::string terminated(std::string_view cell);
 
 /// Offsets of the top-level statements of `cell` that declare a variable with `auto` (not a
