@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/repl/interactive_tmux.sh REPL -- rlx-repl at a terminal, typed at through tmux: values,
-# line editing (backspace), history (up arrow), a multi-line cell, an error, :timing, :quit.
+# line editing (backspace), history (up arrow), a multi-line cell, an error, Ctrl-C, :timing,
+# :quit.
 # A private tmux server (-L) is used and killed at the end; every wait has a deadline.
 set -u
 repl=${1:?usage: interactive_tmux.sh REPL}
@@ -67,6 +68,15 @@ type_line 'x.matmul(rlx::ones({3, 3}))'
 wait_for '^<cell [0-9]+>:1: rlx::Error: matmul: contracting dims differ: f32\[2,2\] @ f32\[3,3\]'
 type_line 'x.sum() + 1'
 wait_for '^tensor\(13\., f32\[\]\)$'
+
+# Ctrl-C drops a half-typed line, and a cell left open over lines, not the session.
+t send-keys -t repl -l 'int dropped = 1'
+t send-keys -t repl C-c
+type_line 'auto open = std::vector<int>{'
+wait_for '^\.\.\.> ?$'
+t send-keys -t repl C-c
+type_line '40 + 2'
+wait_for '^42$'
 
 type_line ':timing on'
 wait_for '^timing is on$'

@@ -1,6 +1,7 @@
 // tools/repl/line_input.cpp -- terminal (libedit's readline interface) and stream line sources.
 #include "line_input.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -13,6 +14,29 @@
 namespace rlx::repl {
 
 namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+/// SIGINT sets g_interrupted, without SA_RESTART so that a blocked read returns, for the
+/// lifetime of the guard.
+class InterruptGuard {
+public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction sa{};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptGuard() { sigaction(SIGINT, &old_, nullptr); }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+private:
+  struct sigaction old_{};
+};
 
 class StreamInput final : public LineInput {
 public:
@@ -42,12 +66,19 @@ class TerminalInput final : public LineInput {
 public:
   explicit TerminalInput(std::string history_file) : history_file_(std::move(history_file)) {
     rl_readline_name = "rlx-repl";
+    // libedit's own handlers would pass Ctrl-C on to the whole process group (kill(0, ...)).
+    rl_catch_signals = 0;
     rl_bind_key('\t', rl_insert); // a tab is indentation, not file-name completion
     using_history();
     if (!history_file_.empty()) read_history(history_file_.c_str());
   }
   std::optional<std::string> read(const std::string& prompt) override {
-    char* raw = readline(prompt.c_str());
+    char* raw = nullptr;
+    {
+      InterruptGuard guard;
+      raw = readline(prompt.c_str());
+      interrupted_ = raw == nullptr && g_interrupted;
+    }
     if (raw == nullptr) return std::nullopt;
     std::string line(raw);
     std::free(raw);
@@ -58,9 +89,11 @@ public:
     return line;
   }
   std::optional<std::string> peek() override { return std::nullopt; }
+  bool interrupted() const override { return interrupted_; }
 
 private:
   std::string history_file_;
+  bool interrupted_ = false;
 };
 #else
 class TerminalInput final : public LineInput {
@@ -70,10 +103,20 @@ public:
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
     std::string line;
-    if (!std::getline(std::cin, line)) return std::nullopt;
+    InterruptGuard guard;
+    interrupted_ = false;
+    if (!std::getline(std::cin, line)) {
+      interrupted_ = g_interrupted;
+      std::cin.clear();
+      return std::nullopt;
+    }
     return line;
   }
   std::optional<std::string> peek() override { return std::nullopt; }
+  bool interrupted() const override { return interrupted_; }
+
+private:
+  bool interrupted_ = false;
 };
 #endif
 

@@ -12,15 +12,18 @@ namespace rlx::repl {
 class LineInput {
 public:
   virtual ~LineInput() = default;
-  /// The next line without its newline, or nullopt at end of input. `prompt` is shown on a
-  /// terminal only.
+  /// The next line without its newline, or nullopt at end of input or after Ctrl-C (then
+  /// interrupted() tells). `prompt` is shown on a terminal only.
   virtual std::optional<std::string> read(const std::string& prompt) = 0;
+  /// Whether the last read() that returned nullopt was interrupted by Ctrl-C (at a terminal).
+  virtual bool interrupted() const { return false; }
   /// The line read() will return next, without consuming it (nullopt at end of input).
   virtual std::optional<std::string> peek() = 0;
 };
 
 /// Lines typed at a terminal. With libedit: editing, and history kept in `history_file`
-/// ("" keeps none); without it, plain reads with the prompt.
+/// ("" keeps none); without it, plain reads with the prompt. Ctrl-C while reading drops the
+/// line (interrupted()); while a cell runs it ends rlx-repl, as in a shell.
 std::unique_ptr<LineInput> terminal_input(const std::string& history_file);
 
 /// Lines of a stream (not owned).

@@ -35,6 +35,12 @@ void run_input(Session& session, LineInput& input, const std::string& source, bo
   for (;;) {
     const char* prompt = cell.blank() && cell.complete() ? "rlx> " : "...> ";
     std::optional<std::string> line = input.read(interactive ? prompt : "");
+    if (!line && input.interrupted()) { // Ctrl-C: drop what was typed of the cell
+      std::fputs("\n", stdout);
+      std::fflush(stdout);
+      cell.clear();
+      continue;
+    }
     if (!line) {
       if (cell.complete()) return;
       std::string name = interactive ? "<cell " + std::to_string(cell_no + 1) + ">" : source;

@@ -117,6 +117,9 @@ bool Sandbox::start(Outcome& out) {
   }
   if (pid == 0) {
     close(fds[0]);
+    // Ctrl-C at the terminal reaches the whole foreground process group: it is the session's
+    // to handle, not a crash of the copy. (The copy ends when the session's socket closes.)
+    signal(SIGINT, SIG_IGN);
     child_loop(fds[1]);
     _exit(0);
   }

@@ -121,7 +121,8 @@ Definitions persist from cell to cell. A compile error, an rlx::Error or any oth
 fails only its cell; the session goes on.
 Commands:
     :help          this text
-    :quit          leave (also :q, or end of input / Ctrl-D)
+    :quit          leave (also :q, or end of input / Ctrl-D; Ctrl-C drops the cell being
+                   typed, and ends a cell that runs too long with the session)
     :timing on|off print each cell's time: c++ (clang checks, parses, compiles the cell),
                    trace (the cell's own code: recording tensor ops, tracing rlx::jit),
                    compile (rlx compiling graphs: graphs, kernels), run (rlx running them)
