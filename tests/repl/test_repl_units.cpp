@@ -167,6 +167,10 @@ TEST_CASE("values print as rlx and Python would print them") {
   CHECK(repr('\'') == R"('\'')");
   CHECK(repr(std::string("say \"hi\"\n")) == R"("say \"hi\"\n")");
   CHECK(repr("text") == R"("text")");
+  CHECK(repr(nullptr) == "nullptr");
+  CHECK(repr(static_cast<const char*>(nullptr)) == "nullptr");
+  int i = 0;
+  CHECK(repr(&i).starts_with("(int *) 0x"));
   CHECK(repr(std::vector<int64_t>{2, 3}) == "[2, 3]");
   CHECK(repr(std::pair<int, double>{1, 0.5}) == "(1, 0.5)");
   CHECK(repr(std::map<std::string, int>{{"a", 1}}) == R"({"a": 1})");

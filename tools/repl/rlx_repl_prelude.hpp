@@ -101,6 +101,10 @@ template <class T> std::string repr(const T& v) {
       return number(double(v));
   } else if constexpr (std::is_integral_v<U>) {
     return std::to_string(v);
+  } else if constexpr (std::is_null_pointer_v<U>) {
+    return "nullptr";
+  } else if constexpr (std::is_pointer_v<U> && std::is_convertible_v<U, const char*>) {
+    return v ? quote(v) : std::string("nullptr"); // a C string
   } else if constexpr (std::is_convertible_v<const U&, std::string_view>) {
     return quote(std::string_view(v));
   } else if constexpr (std::is_enum_v<U> && Streamable<U>) {
@@ -111,7 +115,7 @@ template <class T> std::string repr(const T& v) {
     return name_of<U>() + "::" + std::string(enum_name(v));
   } else if constexpr (std::is_enum_v<U>) {
     return name_of<U>() + "(" + std::to_string(std::underlying_type_t<U>(v)) + ")";
-  } else if constexpr (std::is_pointer_v<U> || std::is_null_pointer_v<U>) {
+  } else if constexpr (std::is_pointer_v<U>) {
     std::ostringstream os;
     os << static_cast<const void*>(v);
     return "(" + name_of<U>() + ") " + os.str();

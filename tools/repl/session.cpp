@@ -2,6 +2,7 @@
 #include "session.hpp"
 
 #include "cells.hpp"
+#include "crash_guard.hpp"
 
 #include <rlx/error.hpp>
 #include <rlx/ir/text.hpp>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cxxabi.h>
 #include <exception>
 #include <iostream>
@@ -117,8 +119,8 @@ A cell ends at the end of a line where every (, [ and { is closed; a cell ending
 expression without `;` prints its value (tensors as rlx prints them), e.g.
     Tensor x = arange(0, 6, 1).reshape({2, 3});
     x.sum(-1)
-Definitions persist from cell to cell. A compile error, an rlx::Error or any other exception
-fails only its cell; the session goes on.
+Definitions persist from cell to cell. A compile error, an rlx::Error, any other exception or
+a crash (a null pointer, a stack overflow) fails only its cell; the session goes on.
 Commands:
     :help          this text
     :quit          leave (also :q, or end of input / Ctrl-D; Ctrl-C drops the cell being
@@ -220,7 +222,13 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
   std::string message;
   try {
     std::string error;
-    if (!engine_->execute(error)) {
+    bool executed = true;
+    int sig = run_guarded([&] { executed = engine_->execute(error); });
+    if (sig != 0) {
+      ok = false;
+      message = "error: the cell crashed (signal " + std::to_string(sig) + ", " + strsignal(sig) +
+                "); the session goes on, but what the cell was changing may be left half done";
+    } else if (!executed) {
       if (sandbox_) sandbox_->reset(); // the cell was undone here, not in the copy
       ok = false;
       message = "error: the cell does not link: " + demangle_words(error);
