@@ -124,8 +124,8 @@ public:
         log_compile(g, logged, name, ms.count());
       }
     }
-    if (debug.dump_lir)
-      write_dump(debug, exe + ".lir.txt", plan_text(g, plan_, names, row_names, exe));
+    description_ = plan_text(g, plan_, names, row_names, exe);
+    if (debug.dump_lir) write_dump(debug, exe + ".lir.txt", description_);
     plan_releases();
   }
 
@@ -202,6 +202,7 @@ public:
 
   const ir::Graph& graph() const override { return graph_; }
   Backend backend() const override { return Backend::Jit; }
+  std::string describe() const override { return description_; }
 
 private:
   /// Liveness: after each step, the values computed here that no later step reads and that
@@ -256,6 +257,7 @@ private:
   Plan plan_;
   std::vector<interp::Buffer> constants_;
   std::vector<NativeKernel> kernels_;
+  std::string description_; ///< the plan as text (describe(), RLX_DUMP=lir)
 };
 
 } // namespace

@@ -76,6 +76,28 @@ TEST_CASE("tensor: one eval computes several tensors and shared work once") {
   CHECK(m.item<float>() == doctest::Approx(std::exp(5.0)).epsilon(1e-6));
 }
 
+TEST_CASE("tensor: each run is counted and the last executable run tells its plan") {
+  rlx::CacheStats before = rlx::cache_stats();
+  Tensor y = rlx::tanh(rlx::full({37}, 0.25f) * 2.f);
+  CHECK(y.to_vector<float>().size() == 37);
+  rlx::CacheStats after = rlx::cache_stats();
+  CHECK(after.runs == before.runs + 1);
+  CHECK(after.run_ms >= before.run_ms);
+  std::shared_ptr<const rlx::Executable> exe = rlx::last_run();
+  REQUIRE(exe != nullptr);
+  CHECK(exe->graph().outputs.size() == 1);
+  CHECK(rlx::ir::short_str(exe->graph().shape(exe->graph().outputs[0])) == "f32[37]");
+  std::string plan = exe->describe();
+  if (exe->backend() == rlx::Backend::Jit) {
+    CHECK(plan.find("kernel rlx_k") != std::string::npos);
+    CHECK(plan.find("tanh") != std::string::npos);
+  } else {
+    CHECK(plan.find("interpreter") != std::string::npos);
+  }
+  rlx::clear_cache(); // releases it, and with it its compiled code
+  CHECK(rlx::last_run() == nullptr);
+}
+
 TEST_CASE("tensor: the same computation on new data is a cache hit") {
   auto run = [](float v) { return (rlx::full({4}, v) * rlx::tensor({1.f, 2.f, 3.f, 4.f})).sum(); };
   float first = run(1.0f).item<float>();

@@ -49,6 +49,9 @@ public:
   /// The graph that was compiled (static shapes).
   virtual const ir::Graph& graph() const = 0;
   virtual Backend backend() const = 0;
+  /// What the backend made of the graph, for people: the JIT's plan (its kernels with their
+  /// nodes, then the steps, as RLX_DUMP=lir writes it); the interpreter's one line.
+  virtual std::string describe() const;
 };
 
 /// Compile a static-shaped graph (an rlx::Error for dynamic dims or a backend this build lacks).
@@ -57,11 +60,22 @@ public:
 std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backend,
                                           bool* hit = nullptr);
 
+/// Run `exe` on its leaves, as Tensor materialization and rlx::jit calls do: counted in
+/// cache_stats() (runs, run_ms) and remembered as last_run().
+std::vector<interp::Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
+                                           std::span<const interp::Buffer* const> leaves);
+/// The executable most recently run by run_executable in this process (the last materialized
+/// graph: its graph() and describe()); null before the first and after clear_cache(). It keeps
+/// that executable's compiled code loaded.
+std::shared_ptr<const Executable> last_run();
+
 struct CacheStats {
   int64_t compiles = 0; ///< executables built
   int64_t hits = 0;     ///< lookups served from the cache
   int64_t entries = 0;  ///< executables held now
   double compile_ms = 0;
+  int64_t runs = 0; ///< executables run by run_executable (materializations, rlx::jit calls)
+  double run_ms = 0;
   // The JIT's native kernels (one per fused region), counted for the whole process:
   int64_t kernels_compiled{};   ///< optimized and compiled to machine code
   int64_t kernel_memory_hits{}; ///< already loaded in this process (the code is shared)
@@ -74,8 +88,8 @@ struct CacheStats {
   int64_t kernels_specialized{}; ///< compiled for the binding's sizes
 };
 CacheStats cache_stats();
-/// Drop every cached executable (those still referenced stay alive with their users). The disk
-/// cache is kept.
+/// Drop every cached executable and last_run() (those still referenced stay alive with their
+/// users). The disk cache is kept.
 void clear_cache();
 
 /// The directory where compiled kernels are kept as object code, so another process running the

@@ -110,7 +110,7 @@ void materialize(std::span<const std::shared_ptr<TensorImpl>> roots, const Loc& 
   std::vector<const interp::Buffer*> leaves;
   leaves.reserve(ex.leaves.size());
   for (const auto& b : ex.leaves) leaves.push_back(b.get());
-  std::vector<interp::Buffer> results = exe->run(leaves);
+  std::vector<interp::Buffer> results = run_executable(exe, leaves);
   RLX_CHECK(results.size() == ex.outputs.size(), "executable returned ", results.size(),
             " outputs for ", ex.outputs.size());
   std::lock_guard lock(eval_mutex());

@@ -246,7 +246,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
   std::vector<const interp::Buffer*> leaves;
   for (const Tensor& a : args) leaves.push_back(&a.buffer());
   for (const auto& c : entry->captured) leaves.push_back(c.get());
-  std::vector<interp::Buffer> results = exe->run(leaves);
+  std::vector<interp::Buffer> results = run_executable(exe, leaves);
   std::vector<Tensor> outs;
   outs.reserve(results.size());
   for (interp::Buffer& b : results) outs.emplace_back(std::move(b));

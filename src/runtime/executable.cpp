@@ -27,6 +27,10 @@ public:
   }
   const ir::Graph& graph() const override { return graph_; }
   Backend backend() const override { return Backend::Interp; }
+  std::string describe() const override {
+    return "interpreter: " + std::to_string(graph_.len()) +
+           " nodes, each run by its reference kernel\n";
+  }
 
 private:
   ir::Graph graph_;
@@ -59,6 +63,7 @@ struct Cache {
   std::mutex mu;
   std::unordered_map<std::string, std::shared_ptr<const Executable>> entries;
   CacheStats stats;
+  std::shared_ptr<const Executable> last_run;
 };
 
 Cache& cache() {
@@ -137,6 +142,29 @@ std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backen
   return it->second;
 }
 
+std::string Executable::describe() const { return ir::to_text(graph()); }
+
+std::vector<interp::Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
+                                           std::span<const interp::Buffer* const> leaves) {
+  RLX_CHECK(exe != nullptr, "run_executable of a null executable");
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<interp::Buffer> out = exe->run(leaves);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  ++c.stats.runs;
+  c.stats.run_ms += ms;
+  c.last_run = exe;
+  return out;
+}
+
+std::shared_ptr<const Executable> last_run() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  return c.last_run;
+}
+
 CacheStats cache_stats() {
   Cache& c = cache();
   std::lock_guard lock(c.mu);
@@ -150,6 +178,7 @@ void clear_cache() {
   Cache& c = cache();
   std::lock_guard lock(c.mu);
   c.entries.clear();
+  c.last_run.reset();
 }
 
 } // namespace rlx

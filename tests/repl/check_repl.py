@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# tests/repl/check_repl.py -- drives rlx-repl as a user would and checks what it prints.
+#
+#   check_repl.py session REPL SCRIPT EXPECTED   the script piped in; output (stdout and stderr
+#                                                together) must be EXPECTED exactly, exit code 1
+#   check_repl.py corpus REPL CORPUS             every bad cell fails with its message, the
+#                                                session still answers (format: CORPUS's header;
+#                                                clang may parse a cell for 5 s)
+#   check_repl.py eof REPL                       input ending inside a cell: reported, no hang
+#   check_repl.py cli REPL                       --help, --version, scripts, exit codes
+#
+# Every run is bounded by a timeout; a failure prints what differed and exits 1.
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT = 120
+
+
+def run(repl, args=(), stdin="", merge=False):
+    """Run rlx-repl; returns (exit code, stdout, stderr)."""
+    try:
+        p = subprocess.run([repl, *args], input=stdin, capture_output=not merge,
+                           stdout=subprocess.PIPE if merge else None,
+                           stderr=subprocess.STDOUT if merge else None,
+                           text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        fail(f"rlx-repl {' '.join(args)} did not finish within {TIMEOUT} s")
+    return p.returncode, p.stdout, p.stderr or ""
+
+
+def fail(message):
+    print("FAILED: " + message)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def session(repl, script, expected_file):
+    with open(script) as f:
+        text = f.read()
+    with open(expected_file) as f:
+        expected = f.read()
+    code, out, _ = run(repl, stdin=text, merge=True)
+    if out != expected:
+        import difflib
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), out.splitlines(True),
+                                            "expected", "rlx-repl printed"))
+        fail("the session's output differs:\n" + diff)
+    check(code == 1, f"exit code {code}, expected 1 (one cell fails)")
+    print(f"session output matches {os.path.basename(expected_file)} ({len(out.splitlines())} lines)")
+
+
+def parse_corpus(path):
+    """Cases (name, first line, last line, expected texts) and the final (expected) lines."""
+    cases, finals = [], []
+    current = None
+    in_final = False
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for number, line in enumerate(lines, 1):
+        if line.startswith("//# "):
+            name = line[4:]
+            if name == "the session still answers":
+                in_final = True
+                current = None
+                continue
+            current = {"name": name, "first": None, "last": None, "expect": []}
+            cases.append(current)
+        elif line.startswith("//= "):
+            current["expect"].append(line[4:])
+        elif line.startswith("//> "):
+            finals.append(line[4:])
+        elif current is not None and not in_final and line.strip():
+            current["first"] = current["first"] or number
+            current["last"] = number
+    return cases, finals
+
+
+def corpus(repl, path):
+    cases, finals = parse_corpus(path)
+    check(len(cases) >= 50, f"the corpus has {len(cases)} cases, fewer than 50")
+    with open(path) as f:
+        text = f.read()
+    code, out, err = run(repl, ["--parse-timeout", "5"], stdin=text)
+    # Each error line starts with <stdin>:LINE; lines without one (source snippets, notes in
+    # headers) belong to the error before them.
+    by_line = {}
+    current = None
+    for line in err.splitlines():
+        m = re.match(r"<stdin>:(\d+):", line)
+        if m:
+            current = int(m.group(1))
+        if current is not None:
+            by_line.setdefault(current, []).append(line)
+    problems = []
+    claimed = set()
+    for case in cases:
+        lines = []
+        for n in range(case["first"], case["last"] + 1):
+            lines += by_line.get(n, [])
+            claimed.add(n)
+        block = "\n".join(lines)
+        if not lines:
+            problems.append(f"line {case['first']} ({case['name']}): no error reported")
+            continue
+        for want in case["expect"]:
+            if want not in block:
+                problems.append(f"line {case['first']} ({case['name']}): expected '{want}' in:\n"
+                                + block)
+    stray = sorted(set(by_line) - claimed)
+    for n in stray:
+        problems.append(f"an error outside the cases, at line {n}:\n" + "\n".join(by_line[n]))
+    got = out.splitlines()
+    if len(got) != len(finals) or any(
+            not (g.startswith(w) if w.endswith(":") else g == w) for g, w in zip(got, finals)):
+        problems.append("after the errors the session printed:\n" + out + "expected:\n" +
+                        "\n".join(finals))
+    if code != 1:
+        problems.append(f"exit code {code}, expected 1")
+    if problems:
+        fail(f"{len(problems)} problems:\n" + "\n".join(problems))
+    print(f"{len(cases)} bad cells failed with their messages; the session still answered "
+          f"{len(finals)} cells")
+
+
+def eof(repl):
+    cases = [
+        ("int ok = 1;\nok + 1\nvoid f() {\n  int y = 2;\n",
+         "<stdin>:3: error: the input ended inside a cell: '{' opened on line 1 of the cell is "
+         "not closed; the cell was not run"),
+        ("int ok = 1;\nok + 1\nauto v = std::vector<int>{1, (2\n",
+         "<stdin>:3: error: the input ended inside a cell: '(' opened on line 1 of the cell is "
+         "not closed"),
+        ("int ok = 1;\nok + 1\n/* a comment that never ends\n",
+         "<stdin>:3: error: the input ended inside a cell: a block comment is not closed"),
+        ("int ok = 1;\nok + 1\nauto s = R\"(a raw string\nthat never ends\n",
+         "<stdin>:3: error: the input ended inside a cell: a raw string literal is not closed"),
+    ]
+    for text, want in cases:
+        code, out, err = run(repl, stdin=text)
+        check(out == "2\n", f"cells before the unclosed one printed {out!r}, expected '2'")
+        check(want in err, f"for input {text!r} expected {want!r}, got:\n{err}")
+        check(code == 1, f"exit code {code} for an unclosed cell, expected 1")
+    print(f"{len(cases)} inputs ending inside a cell were reported without hanging")
+
+
+def cli(repl):
+    code, out, _ = run(repl, ["--help"])
+    check(code == 0, f"--help exited {code}")
+    for word in [":help", ":quit", ":timing on|off", ":dump", "--timing", "--no-sandbox",
+                 "--no-pch", "--parse-timeout", "--history", "-I DIR", "--Xcc", "script.cpp",
+                 "Exit status", "rlx::Error", "line editing"]:
+        check(word in out, f"--help does not mention {word}")
+    code, out, _ = run(repl, ["--version"])
+    check(code == 0 and re.match(r"rlx-repl \S+ \(clang 19\.", out), f"--version printed {out!r}")
+    code, _, err = run(repl, ["--no-such-option"])
+    check(code == 2 and "unknown option '--no-such-option'" in err, f"bad option: {code} {err!r}")
+    code, _, err = run(repl, ["/nonexistent/script.cpp"])
+    check(code == 2 and "cannot read /nonexistent/script.cpp" in err, f"missing script: {err!r}")
+    with tempfile.TemporaryDirectory() as d:
+        good = os.path.join(d, "good.cpp")
+        with open(good, "w") as f:
+            f.write("// a script\nTensor v = rlx::ones({3});\nint square(int a)\n{\n"
+                    "  return a * a;\n}\nsquare(7)\nv.sum()\n:quit\nthis line is never run\n")
+        code, out, err = run(repl, [good])
+        check(code == 0, f"a good script exited {code}: {err}")
+        check(out == "49\ntensor(3., f32[])\n", f"a good script printed {out!r}")
+        bad = os.path.join(d, "bad.cpp")
+        with open(bad, "w") as f:
+            f.write("int k = 1;\n\nk + undefined_here\nk + 1\n")
+        code, out, err = run(repl, [bad])
+        check(code == 1, f"a script with a failing cell exited {code}")
+        check(f"{bad}:3:5: error: use of undeclared identifier 'undefined_here'" in err,
+              f"the error does not name the script's line: {err!r}")
+        check(out == "2\n", f"the cell after the failure printed {out!r}")
+        code, out, err = run(repl, ["--timing", good])
+        check(re.search(r"time [0-9.]+ ms: c\+\+ [0-9.]+ · trace [0-9.]+ · compile [0-9.]+ "
+                        r"\(\d+ graphs?, \d+ kernels? compiled.*\) · run [0-9.]+", out),
+              f"--timing printed no time line: {out!r}")
+    code, out, err = run(repl, stdin="Tensor d = rlx::tanh(rlx::ones({64}) * 2.f);\n:dump\n"
+                                     "d.sum()\n:dump\n")
+    check(code == 0, f"the :dump session exited {code}: {err}")
+    check(out.startswith("nothing has been materialized yet\n"), f":dump before any: {out!r}")
+    check("# the last materialized graph" in out and "tanh" in out and "reduce_sum" in out,
+          f":dump does not show the last graph: {out!r}")
+    print("--help, --version, bad options, scripts, --timing and :dump behave")
+
+
+def main():
+    mode, repl, *rest = sys.argv[1:]
+    if mode == "session":
+        session(repl, *rest)
+    elif mode == "corpus":
+        corpus(repl, *rest)
+    elif mode == "eof":
+        eof(repl)
+    elif mode == "cli":
+        cli(repl)
+    else:
+        fail("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()

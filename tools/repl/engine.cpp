@@ -1,0 +1,231 @@
+// tools/repl/engine.cpp -- the only translation unit of rlx-repl that includes clang and LLVM.
+#include "engine.hpp"
+
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/SourceManager.h>
+#include <clang/Basic/Version.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Interpreter/Interpreter.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace rlx::repl {
+
+namespace {
+
+/// Prints clang's diagnostics as `<cell 3>:1:5: error: message`, then the line and a caret.
+/// (clang's own printer would add "In file included from <<< inputs >>>" to each.) Notes after
+/// an error are capped, so a failed overload does not list every candidate of rlx's API.
+class Diagnostics final : public clang::DiagnosticConsumer {
+public:
+  bool quiet = false;
+  static constexpr int kMaxNotes = 4;
+
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level,
+                        const clang::Diagnostic& info) override {
+    clang::DiagnosticConsumer::HandleDiagnostic(level, info);
+    if (quiet || level == clang::DiagnosticsEngine::Ignored) return;
+    if (level == clang::DiagnosticsEngine::Note) {
+      if (++notes_ > kMaxNotes) {
+        ++hidden_notes_;
+        return;
+      }
+    } else {
+      flush_hidden();
+      notes_ = 0;
+    }
+    llvm::SmallString<256> message;
+    info.FormatDiagnostic(message);
+    std::string out;
+    std::string snippet;
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      const clang::SourceManager& sm = info.getSourceManager();
+      clang::SourceLocation loc = sm.getFileLoc(info.getLocation());
+      clang::PresumedLoc p = sm.getPresumedLoc(loc);
+      if (p.isValid())
+        out += std::string(p.getFilename()) + ":" + std::to_string(p.getLine()) + ":" +
+               std::to_string(p.getColumn()) + ": ";
+      auto [file, offset] = sm.getDecomposedLoc(loc);
+      // The source line only for cells (memory buffers), not for notes inside headers.
+      if (!sm.getFileEntryRefForID(file)) snippet = source_line(sm, file, offset);
+    }
+    out += level_name(level);
+    out += ": ";
+    out += message.str();
+    out += '\n';
+    out += snippet;
+    std::fflush(stdout);
+    std::fputs(out.c_str(), stderr);
+  }
+
+  /// Report the notes left out after the last error.
+  void flush_hidden() {
+    if (hidden_notes_ > 0) std::fprintf(stderr, "(%d more notes)\n", hidden_notes_);
+    hidden_notes_ = 0;
+  }
+
+private:
+  static const char* level_name(clang::DiagnosticsEngine::Level level) {
+    switch (level) {
+    case clang::DiagnosticsEngine::Note:
+      return "note";
+    case clang::DiagnosticsEngine::Remark:
+      return "remark";
+    case clang::DiagnosticsEngine::Warning:
+      return "warning";
+    case clang::DiagnosticsEngine::Error:
+      return "error";
+    case clang::DiagnosticsEngine::Fatal:
+      return "fatal error";
+    default:
+      return "diagnostic";
+    }
+  }
+
+  /// "    <the line>\n    <spaces>^\n" for the character at `offset` of `file`.
+  static std::string source_line(const clang::SourceManager& sm, clang::FileID file,
+                                 unsigned offset) {
+    bool invalid = false;
+    llvm::StringRef buffer = sm.getBufferData(file, &invalid);
+    if (invalid || offset > buffer.size()) return "";
+    std::size_t begin = buffer.rfind('\n', offset == 0 ? 0 : offset - 1);
+    begin = (begin == llvm::StringRef::npos || offset == 0) ? 0 : begin + 1;
+    if (offset > 0 && buffer[offset - 1] == '\n') begin = offset;
+    std::size_t end = buffer.find('\n', offset);
+    if (end == llvm::StringRef::npos) end = buffer.size();
+    std::string line = buffer.slice(begin, end).str();
+    std::string caret;
+    for (std::size_t i = begin; i < offset; ++i) caret += buffer[i] == '\t' ? '\t' : ' ';
+    return "    " + line + "\n    " + caret + "^\n";
+  }
+
+  int notes_ = 0;
+  int hidden_notes_ = 0;
+};
+
+std::string take_message(llvm::Error err) { return llvm::toString(std::move(err)); }
+
+/// Whether `name` is defined by an earlier input or the process.
+bool defined(clang::Interpreter& interpreter, llvm::StringRef name) {
+  auto address = interpreter.getSymbolAddress(name);
+  if (address) return true;
+  llvm::consumeError(address.takeError());
+  return false;
+}
+
+/// The global values whose code or initializer refers to `v` (through constant expressions).
+void referrers(const llvm::Value* v, std::vector<const llvm::GlobalValue*>& out, int depth = 0) {
+  for (const llvm::User* u : v->users()) {
+    if (const auto* inst = llvm::dyn_cast<llvm::Instruction>(u))
+      out.push_back(inst->getFunction());
+    else if (const auto* gv = llvm::dyn_cast<llvm::GlobalValue>(u))
+      out.push_back(gv);
+    else if (depth < 8)
+      referrers(u, out, depth + 1);
+  }
+}
+
+/// The symbols `m` needs that neither an earlier input nor the process defines. A module that
+/// fails to link in clang 19's JIT leaves its symbols failed (the exception personality's
+/// among them) and its initializers pending, so every later input would fail: such a module
+/// must never be added. A reference counts only from code that will be kept: the JIT drops a
+/// weak (inline, template) definition that an earlier input or the process already has, and
+/// clang re-emits many of those in every input.
+std::vector<std::string> undefined_symbols(clang::Interpreter& interpreter, llvm::Module& m) {
+  std::vector<std::string> missing;
+  auto check = [&](const llvm::GlobalValue& gv) {
+    if (!gv.isDeclaration() || gv.use_empty() || gv.hasExternalWeakLinkage() || !gv.hasName())
+      return;
+    if (const auto* f = llvm::dyn_cast<llvm::Function>(&gv); f && f->isIntrinsic()) return;
+    if (defined(interpreter, gv.getName())) return;
+    std::vector<const llvm::GlobalValue*> users;
+    referrers(&gv, users);
+    for (const llvm::GlobalValue* user : users) {
+      if (user != nullptr && user->getName().starts_with("llvm.")) continue; // llvm.used lists
+      bool dropped = user != nullptr && user->isWeakForLinker() && user->hasName() &&
+                     defined(interpreter, user->getName());
+      if (!dropped) {
+        missing.push_back(gv.getName().str());
+        return;
+      }
+    }
+  };
+  for (const llvm::Function& f : m.functions()) check(f);
+  for (const llvm::GlobalVariable& g : m.globals()) check(g);
+  return missing;
+}
+
+} // namespace
+
+struct Engine::Impl {
+  Diagnostics diagnostics;
+  std::unique_ptr<clang::Interpreter> interpreter;
+  clang::PartialTranslationUnit* pending = nullptr;
+};
+
+Engine::Engine(const std::vector<std::string>& args) : impl_(std::make_unique<Impl>()) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  clang::IncrementalCompilerBuilder builder;
+  builder.SetCompilerArgs(argv);
+  auto ci = builder.CreateCpp();
+  if (!ci) throw std::runtime_error("clang: " + take_message(ci.takeError()));
+  auto interpreter = clang::Interpreter::create(std::move(*ci));
+  if (!interpreter) throw std::runtime_error("clang: " + take_message(interpreter.takeError()));
+  impl_->interpreter = std::move(*interpreter);
+  impl_->interpreter->getCompilerInstance()->getDiagnostics().setClient(&impl_->diagnostics,
+                                                                        /*ShouldOwnClient=*/false);
+}
+
+// The interpreter goes first: its shutdown runs the destructors of the cells' globals, which
+// may still print through our diagnostics' streams.
+Engine::~Engine() { impl_->interpreter.reset(); }
+
+bool Engine::parse(std::string_view code, bool quiet) {
+  impl_->pending = nullptr;
+  impl_->diagnostics.quiet = quiet;
+  auto ptu = impl_->interpreter->Parse(llvm::StringRef(code.data(), code.size()));
+  impl_->diagnostics.quiet = false;
+  if (!quiet) impl_->diagnostics.flush_hidden();
+  if (!ptu) {
+    llvm::consumeError(ptu.takeError()); // "Parsing failed."; the diagnostics said why
+    return false;
+  }
+  impl_->pending = &*ptu;
+  return true;
+}
+
+bool Engine::execute(std::string& error) {
+  clang::PartialTranslationUnit* ptu = impl_->pending;
+  impl_->pending = nullptr;
+  if (ptu == nullptr || !ptu->TheModule) return true; // nothing to run (declarations only)
+  std::vector<std::string> missing = undefined_symbols(*impl_->interpreter, *ptu->TheModule);
+  if (!missing.empty()) {
+    error = "no definition of";
+    for (const std::string& name : missing) error += (error.back() == 'f' ? " " : ", ") + name;
+    // Nothing of it ran: drop it, so that what it declared can be declared again.
+    if (llvm::Error undo = impl_->interpreter->Undo())
+      error += "; " + take_message(std::move(undo));
+    return false;
+  }
+  if (llvm::Error err = impl_->interpreter->Execute(*ptu)) {
+    error = take_message(std::move(err));
+    // Linking failed, so nothing of this input ran: drop it, or every later input would
+    // retry its missing symbols.
+    if (llvm::Error undo = impl_->interpreter->Undo())
+      error += "; " + take_message(std::move(undo));
+    return false;
+  }
+  return true;
+}
+
+std::string Engine::clang_version() { return CLANG_VERSION_STRING; }
+
+} // namespace rlx::repl

@@ -1,0 +1,38 @@
+// tools/repl/engine.hpp -- clang's incremental interpreter behind a header free of clang and LLVM.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlx::repl {
+
+/// clang::Interpreter (clang 19) compiling C++ into this process, with our diagnostics printer.
+/// Code it runs calls rlx directly: rlx-repl is linked with rlx whole and exports its symbols.
+class Engine {
+public:
+  /// `args` are the compiler's (-std=c++20, -I..., -resource-dir ...). Throws std::runtime_error
+  /// when clang cannot be set up.
+  explicit Engine(const std::vector<std::string>& args);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Parse `code` as the next input (clang prints errors on stderr unless `quiet`). On success
+  /// the input waits for execute(); on failure clang has already dropped it.
+  bool parse(std::string_view code, bool quiet);
+  /// Run the input parsed last. A C++ exception it throws propagates to the caller (the input
+  /// stays: its code may be referenced by values it made). An input using a symbol nothing
+  /// defines is not run but undone, and returns false with `error` naming the symbols; another
+  /// JIT failure returns false with LLVM's message.
+  bool execute(std::string& error);
+  /// The clang version string ("19.1.7").
+  static std::string clang_version();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace rlx::repl

@@ -1,0 +1,59 @@
+// tools/repl/session.hpp -- one REPL session: cells in, values and clear errors out.
+#pragma once
+
+#include "engine.hpp"
+#include "sandbox.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlx::repl {
+
+struct SessionOptions {
+  std::vector<std::string> compiler_args; ///< for clang (see options.hpp)
+  bool timing = false;                    ///< print the time of each cell
+  bool sandbox = true;                    ///< parse each cell in a forked copy first
+  double parse_timeout = 30;              ///< seconds a cell's parse may take in the copy
+};
+
+/// What a meta command asks of the input loop.
+enum class Next { Continue, Quit };
+
+class Session {
+public:
+  /// Starts clang and loads the prelude (rlx, `using namespace rlx;`, the value printer).
+  /// Throws std::runtime_error when clang or the prelude fails.
+  explicit Session(SessionOptions options);
+  ~Session();
+
+  /// Run one complete cell. `source` and `line` name where it came from (`<stdin>`, a script,
+  /// `<cell 3>`): errors and rlx's messages point there. Returns whether the cell succeeded.
+  bool run_cell(const std::string& cell, const std::string& source, int line);
+  /// `:help`, `:quit`, `:timing on|off`, `:dump`; an unknown command is an error (counted).
+  Next run_meta(const std::string& command, const std::string& source, int line);
+  /// Report a cell cut off by the end of input (counted as a failure).
+  void report_unclosed(const std::string& source, int line, const std::string& what);
+
+  int cells() const { return cells_; }
+  int failures() const { return failures_; }
+  double startup_ms() const { return startup_ms_; }
+
+private:
+  /// Parse `code` in the sandbox (or here without it); true when it parses.
+  bool check(const std::string& code, bool quiet, double& ms);
+  void fail(const std::string& message);
+
+  SessionOptions options_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Sandbox> sandbox_;
+  std::string where_; ///< "source:line" of the cell being run, the prefix of its errors
+  int cells_ = 0;
+  int failures_ = 0;
+  double startup_ms_ = 0;
+};
+
+/// The text of `:help`.
+std::string meta_help();
+
+} // namespace rlx::repl
