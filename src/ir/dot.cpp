@@ -18,10 +18,8 @@ bool is_elementwise(const Node& n) {
          n.shape.is_static();
 }
 
-bool is_leaf(const Node& n) {
-  return n.op.kind() == OpKind::Input || n.op.kind() == OpKind::Param ||
-         n.op.kind() == OpKind::Constant;
-}
+/// Inputs, Params and Constants: values the caller feeds or the graph holds.
+bool is_leaf(const Node& n) { return has_trait(n.op.kind(), kLeaf); }
 
 /// A DOT string literal: quotes and backslashes escaped, long text shortened.
 std::string quoted(std::string_view text) {

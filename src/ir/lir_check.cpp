@@ -8,10 +8,8 @@
 namespace rlx::ir {
 
 namespace {
-bool is_leaf(const Node& n) {
-  return n.op.kind() == OpKind::Input || n.op.kind() == OpKind::Param ||
-         n.op.kind() == OpKind::Constant;
-}
+/// Inputs, Params and Constants: values the caller feeds or the graph holds.
+bool is_leaf(const Node& n) { return has_trait(n.op.kind(), kLeaf); }
 uint64_t bytes_of(const Shape& s) { return uint64_t(s.size_bytes().value_or(0)); }
 } // namespace
 

@@ -11,10 +11,8 @@ namespace {
 uint64_t bytes_of(const Shape& s) { return uint64_t(s.size_bytes().value_or(0)); }
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-bool is_leaf(const Node& n) {
-  return n.op.kind() == OpKind::Input || n.op.kind() == OpKind::Param ||
-         n.op.kind() == OpKind::Constant;
-}
+/// Inputs, Params and Constants: values the caller feeds or the graph holds.
+bool is_leaf(const Node& n) { return has_trait(n.op.kind(), kLeaf); }
 
 /// Byte offset of a contiguous range [start, start + len) of `axis` of shape `in`: contiguous
 /// when every dim before the axis is 1.
