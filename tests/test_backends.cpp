@@ -1,5 +1,6 @@
 // tests/test_backends.cpp -- the same graphs on the interpreter and the other backend agree.
 #include "support/compare.hpp"
+#include "support/fixture_dirs.hpp"
 #include "support/random_graph.hpp"
 
 #include <rlx/io/npy.hpp>
@@ -159,7 +160,8 @@ void run_cases(const std::vector<Case>& cases) {
   CHECK(failed.empty());
 }
 
-// ---- Fixtures: tests/fixtures/ops/<case>/{graph.rlx, <leaf>.npy, expected_<i>.npy, tol.txt}
+// ---- Fixtures: tests/fixtures/ops[_<family>]/<case>/{graph.rlx, <leaf>.npy, expected_<i>.npy,
+// tol.txt}
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -170,11 +172,7 @@ std::string read_text(const fs::path& p) {
 }
 
 std::vector<Case> fixture_cases() {
-  fs::path root = fs::path(RLX_SOURCE_DIR) / "tests" / "fixtures" / "ops";
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(root))
-    if (e.is_directory()) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
+  std::vector<fs::path> dirs = rlx::test::op_fixture_case_dirs();
   std::vector<Case> cases;
   for (const fs::path& dir : dirs) {
     Case c;

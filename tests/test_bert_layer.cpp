@@ -1,6 +1,8 @@
 // tests/test_bert_layer.cpp -- a BERT encoder layer built with the seed's builders matches
 // PyTorch's nn.TransformerEncoderLayer (tests/fixtures/make_bert.py) within 1e-4, as built,
 // decomposed, and fused by the compile pipeline (on the interpreter and the JIT).
+#include "support/formula.hpp"
+
 #include <rlx/io/npy.hpp>
 #include <rlx/passes.hpp>
 #include <rlx/rlx.hpp>
@@ -13,17 +15,13 @@
 using namespace rlx;
 using namespace rlx::ir;
 using interp::Buffer;
+using rlx::test::Formula;
+using rlx::test::formula;
 
 namespace {
 
 constexpr int64_t B = 4, S = 15, D = 384, H = 12, F = 1536;
 constexpr int64_t kLengths[B] = {15, 11, 7, 1}; // valid tokens per row; the rest is padding
-
-struct Formula {
-  const char* name;
-  std::vector<int64_t> dims;
-  double scale, freq, phase, offset;
-};
 
 // The same table as tests/fixtures/make_bert.py: value[k] = offset + scale * sin(freq*k + phase),
 // computed in double and rounded to f32 (offset is the script's "+ 1.0" on layer-norm gains).
@@ -35,15 +33,6 @@ const Formula kParams[] = {
     {"ff2_w", {F, D}, 0.03, 0.31, 0.9, 0},     {"ff2_b", {D}, 0.02, 0.19, 1.0, 0},
     {"ln2_g", {D}, 0.1, 0.11, 1.1, 1},         {"ln2_b", {D}, 0.05, 0.07, 1.2, 0},
 };
-
-Buffer formula(const Formula& f) {
-  Buffer b(Shape::of(f.dims, DType::F32));
-  for (int64_t k = 0; k < b.numel(); ++k) {
-    float v = static_cast<float>(f.scale * std::sin(f.freq * double(k) + f.phase));
-    b.set_f64(k, f.offset == 0 ? double(v) : double(float(f.offset + double(v))));
-  }
-  return b;
-}
 
 /// How the first residual norm is built: with the seed's fused_residual_ln builder, or from an
 /// add and a layer_norm like the second one (the form the fusion passes start from).
@@ -200,4 +189,48 @@ TEST_CASE("bert: the default pipeline fuses only the layer's residual norms, and
   CHECK(count(g, OpKind::FusedMatMulBiasAct) == 0); // off by default
   CHECK(count(g, OpKind::MatMul) == 4);
   check_matches_torch(g);
+}
+
+namespace {
+
+/// The same layer written as HIR blocks: attention_block, residual_layer_norm and two linears.
+HirModule bert_hir(FusionPolicy policy) {
+  HirModule h("bert_encoder_layer", policy);
+  auto x = h.input("hidden", Shape({B, S, D}, DType::F32));
+  auto mask = h.input("mask", Shape({B, S}, DType::F32));
+  std::map<std::string, HirNodeId> p;
+  for (const Formula& f : kParams) p[f.name] = h.param(f.name, Shape::of(f.dims, DType::F32));
+  AttentionBlockOptions attn;
+  attn.qkv_bias = p["qkv_b"];
+  attn.out_bias = p["out_b"];
+  attn.mask = mask;
+  attn.mask_kind = MaskKind::custom();
+  auto a = h.attention_block(x, p["qkv_w"], p["out_w"], H, D / H, attn);
+  auto x1 = h.residual_layer_norm(a, x, std::nullopt, p["ln1_g"], p["ln1_b"], 1e-5f);
+  auto f = h.linear(h.linear(x1, p["ff1_w"], p["ff1_b"], Activation::Gelu), p["ff2_w"], p["ff2_b"],
+                    std::nullopt);
+  h.set_outputs({h.residual_layer_norm(f, x1, std::nullopt, p["ln2_g"], p["ln2_b"], 1e-5f)});
+  return h;
+}
+
+} // namespace
+
+TEST_CASE("bert: the layer written as HIR blocks matches PyTorch under both fusion policies, "
+          "lowered as is and through the pipeline") {
+  for (FusionPolicy policy : {FusionPolicy::Fusable, FusionPolicy::Direct}) {
+    INFO("policy " << (policy == FusionPolicy::Direct ? "direct" : "fusable"));
+    HirModule h = bert_hir(policy);
+    CHECK(h.len() == 2 + 12 + 5); // inputs, params, five blocks
+    Graph g = Graph::from_hir(h);
+    verify(g);
+    // Direct lowers the four biased linears and both residual norms to fused ops at once.
+    bool direct = policy == FusionPolicy::Direct;
+    CHECK(count(g, OpKind::FusedMatMulBiasAct) == (direct ? 4 : 0));
+    CHECK(count(g, OpKind::FusedResidualLN) == (direct ? 2 : 0));
+    CHECK(count(g, OpKind::Attention) == 1);
+    check_matches_torch(g);
+    passes::compile_pipeline(g);
+    CHECK(count(g, OpKind::FusedResidualLN) == 2); // Fusable: the pipeline fuses them
+    check_matches_torch(g);
+  }
 }

@@ -1,4 +1,7 @@
-// tests/test_fixtures.cpp -- runs every op fixture in tests/fixtures/ops (numpy/torch references).
+// tests/test_fixtures.cpp -- runs every op fixture in tests/fixtures/ops and ops_* (numpy/torch
+// references).
+#include "support/fixture_dirs.hpp"
+
 #include <rlx/io/npy.hpp>
 #include <rlx/rlx.hpp>
 
@@ -20,16 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fixtures_dir() { return fs::path(RLX_SOURCE_DIR) / "tests" / "fixtures" / "ops"; }
-
-/// The case folders, sorted by name.
-std::vector<fs::path> case_dirs() {
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(fixtures_dir()))
-    if (e.is_directory()) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
-}
+std::vector<fs::path> case_dirs() { return rlx::test::op_fixture_case_dirs(); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -134,7 +128,8 @@ std::string run_case(const fs::path& dir) {
 
 } // namespace
 
-TEST_CASE("fixtures: every op case in tests/fixtures/ops matches its numpy/torch reference") {
+TEST_CASE(
+    "fixtures: every op case in tests/fixtures/ops and ops_* matches its numpy/torch reference") {
   std::vector<fs::path> dirs = case_dirs();
   REQUIRE(dirs.size() >= 50);
   std::vector<std::string> failed;

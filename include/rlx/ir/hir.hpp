@@ -78,16 +78,59 @@ struct Rope {
   int64_t head_dim = 0;
   int64_t n_rot = 0;
 };
+/// Self-attention with its projections (BERT, GPT): operands (hidden, qkv_w, out_w, [qkv_b],
+/// [out_b], [cos, sin], [mask]). The QKV projection [B, S, 3*H*D] splits into q, k, v; rope
+/// (NeoX style, first n_rot dims of each head) rotates q and k when has_rope.
+struct AttentionBlock {
+  int64_t num_heads = 1;
+  int64_t head_dim = 1;
+  MaskKind mask = MaskKind::none();
+  bool has_qkv_bias = false;
+  bool has_out_bias = false;
+  bool has_rope = false;
+  int64_t n_rot = 0;
+};
+/// A pre-norm Llama decoder layer: operands (x, attn_norm_w, wq, wk, wv, wo, ffn_norm_w, up_w,
+/// gate_w, down_w, cos, sin, [mask]).
+///   h   = x + attention(rope(rms(x) @ wq), rope(rms(x) @ wk), rms(x) @ wv) @ wo
+///   out = h + swiglu(rms(h); up_w, gate_w, down_w)
+/// with grouped-query attention when num_kv_heads < num_heads (kv head j serves query heads
+/// j*g .. j*g+g-1, g = num_heads / num_kv_heads) and RMS norms without a bias.
+struct LlamaDecoderBlock {
+  int64_t num_heads = 1;
+  int64_t head_dim = 1;
+  int64_t num_kv_heads = 1;
+  float eps = 1e-5f;
+  MaskKind mask = MaskKind::causal();
+};
 /// The escape hatch: any MIR op on the operands (its shape is inferred).
 struct Mir {
   Op op;
 };
 } // namespace hir
 
-using HirOp =
-    std::variant<hir::Input, hir::Param, hir::Constant, hir::Linear, hir::SharedLinearPair,
-                 hir::SwiGLU, hir::LayerNorm, hir::RmsNorm, hir::ResidualLayerNorm,
-                 hir::ResidualRmsNorm, hir::Attention, hir::Rope, hir::Mir>;
+using HirOp = std::variant<hir::Input, hir::Param, hir::Constant, hir::Linear,
+                           hir::SharedLinearPair, hir::SwiGLU, hir::LayerNorm, hir::RmsNorm,
+                           hir::ResidualLayerNorm, hir::ResidualRmsNorm, hir::Attention, hir::Rope,
+                           hir::AttentionBlock, hir::LlamaDecoderBlock, hir::Mir>;
+
+/// The optional operands and options of HirModule::attention_block.
+struct AttentionBlockOptions {
+  std::optional<HirNodeId> qkv_bias;
+  std::optional<HirNodeId> out_bias;
+  std::optional<HirNodeId> mask; ///< needed by MaskKind custom and bias, refused otherwise
+  MaskKind mask_kind = MaskKind::none();
+  /// Rotary positions on q and k: (cos, sin), each [seq, n_rot/2]; n_rot 0 = head_dim.
+  std::optional<std::pair<HirNodeId, HirNodeId>> rope;
+  int64_t n_rot = 0;
+};
+
+/// The weights of HirModule::llama_decoder_block (x @ w layout: wq [D, H*hd], wk and wv
+/// [D, KV*hd], wo [H*hd, D], up and gate [D, F], down [F, D]; norms [D]; cos, sin [S, hd/2]).
+struct LlamaWeights {
+  HirNodeId attn_norm, wq, wk, wv, wo, ffn_norm, up, gate, down, cos, sin;
+  std::optional<HirNodeId> mask; ///< for MaskKind custom and bias
+};
 
 /// The block's name as printed: "linear", "swiglu", "residual_rms_norm", "mir:add" ...
 std::string hir_op_name(const HirOp& op);
@@ -138,6 +181,14 @@ public:
                       Loc loc = Loc::current());
   HirNodeId rope(HirNodeId x, HirNodeId cos, HirNodeId sin, int64_t head_dim, int64_t n_rot,
                  Loc loc = Loc::current());
+  /// BERT/GPT self-attention with its projections; see hir::AttentionBlock.
+  HirNodeId attention_block(HirNodeId hidden, HirNodeId qkv_w, HirNodeId out_w, int64_t num_heads,
+                            int64_t head_dim, const AttentionBlockOptions& options = {},
+                            Loc loc = Loc::current());
+  /// One pre-norm Llama decoder layer; see hir::LlamaDecoderBlock.
+  HirNodeId llama_decoder_block(HirNodeId x, const LlamaWeights& w, int64_t num_heads,
+                                int64_t head_dim, int64_t num_kv_heads, float eps,
+                                MaskKind mask = MaskKind::causal(), Loc loc = Loc::current());
   /// Any MIR op (e.g. Op(OpKind::Add), Op(OpKind::Softmax, AxisAttrs{-1})) on HIR values.
   HirNodeId mir(Op op, std::vector<HirNodeId> inputs, Loc loc = Loc::current());
 
