@@ -17,6 +17,13 @@ for backend in jit interp; do
 done
 "$rlx" check "$fixture/model.onnx" > "$scratch/check.txt" || { echo "FAIL: rlx check"; status=1; }
 grep -q 'layer_norm\|reduce_mean' "$scratch/check.txt" || { echo "FAIL: rlx check printed no graph"; status=1; }
+# A symbolic batch dim is bound from the fed tensor.
+dyn=$(dirname "$fixture")/onnx_dynamic
+"$rlx" run "$dyn/model.onnx" --in "x=$dyn/x.npy" --out "$scratch/dyn" > "$scratch/dyn.txt" &&
+  grep -q '^out0 f32\[3,6\] ->' "$scratch/dyn.txt" &&
+  "$rlx" compare "$scratch/dyn/y.npy" "$dyn/y.npy" --rtol 1e-4 --atol 1e-6 ||
+  { echo "FAIL: the model with a symbolic batch dim"; cat "$scratch/dyn.txt"; status=1; }
+"$rlx" check "$dyn/model.onnx" | grep -q '?batch' || { echo "FAIL: rlx check shows no ?batch"; status=1; }
 # A truncated model is an error naming the file, not a crash.
 head -c 1000 "$fixture/model.onnx" > "$scratch/cut.onnx"
 "$rlx" run "$scratch/cut.onnx" --in "x=$fixture/x.npy" --out "$scratch/cut" 2> "$scratch/cut.err"

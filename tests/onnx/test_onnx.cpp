@@ -145,3 +145,25 @@ TEST_CASE("onnx: the BERT encoder layer exported by PyTorch matches PyTorch on b
     CHECK(worst < 1e-5);
   }
 }
+
+TEST_CASE("onnx: a symbolic input dim becomes a dynamic dim that binding specializes") {
+  const fs::path dir = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_dynamic";
+  rlx::onnx::Model m = rlx::onnx::load((dir / "model.onnx").string());
+  auto x_id = m.graph.input_id("x");
+  REQUIRE(x_id);
+  const rlx::ir::Shape& xs = m.graph.shape(*x_id);
+  REQUIRE(xs.rank() == 2);
+  CHECK(xs.dims()[0] == rlx::ir::Dim::dynamic("batch"));
+  CHECK(xs.dims()[1] == rlx::ir::Dim(8));
+  CHECK(m.graph.shape(m.graph.outputs[0]).dims()[0] == rlx::ir::Dim::dynamic("batch"));
+  Buffer x = rlx::io::load_npy((dir / "x.npy").string());
+  Buffer want = rlx::io::load_npy((dir / "y.npy").string());
+  rlx::ir::DimBinding b;
+  b.set("batch", 3);
+  rlx::ir::Graph bound = m.graph.bind(b);
+  m.graph = bound;
+  std::vector<Buffer> got = rlx::compile(bound, rlx::Backend::Jit)->run(leaves_of(m, x));
+  REQUIRE(got[0].shape() == want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    CHECK(got[0].get_f64(i) == doctest::Approx(want.get_f64(i)).epsilon(1e-5));
+}
