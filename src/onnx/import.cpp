@@ -39,6 +39,8 @@ public:
   NodeId node_of(const std::string& name, const Ctx& ctx, std::size_t i);
   std::optional<interp::Buffer> value_of(const std::string& name);
   std::optional<interp::Buffer> evaluate(NodeId id);
+  /// Compute one node's value from its operands' (already in folded_), when all are known.
+  void fold(NodeId id);
   void define(const std::string& name, NodeId id) { env_[name] = Entry{id, std::nullopt, false}; }
   std::string where(const NodeDef& n) const {
     return rlx::detail::cat(source_, ": node '", n.name, "' (", n.op_type, ", opset ", opset_, ")");
@@ -157,9 +159,14 @@ NodeId Ctx::constant(const interp::Buffer& value) {
                        value.shape(), std::nullopt);
 }
 
+void Ctx::check_materialized(int64_t elements, std::string_view what) const {
+  if (elements < 0 || elements > (int64_t(1) << 24))
+    unsupported(rlx::detail::cat(what, " of ", elements,
+                                 " elements (rlx builds at most 2^24 at load time)"));
+}
+
 int64_t Ctx::axis(int64_t a, int64_t r) const {
-  if (a < -r || a >= std::max<int64_t>(r, 1))
-    fail(ErrorKind::Value, "axis ", a, " is out of range for rank ", r);
+  if (a < -r || a >= r) fail(ErrorKind::Value, "axis ", a, " is out of range for rank ", r);
   return a < 0 ? a + r : a;
 }
 
@@ -199,8 +206,26 @@ std::optional<interp::Buffer> Importer::value_of(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<interp::Buffer> Importer::evaluate(NodeId id) {
-  if (auto it = folded_.find(id.index); it != folded_.end()) return it->second;
+std::optional<interp::Buffer> Importer::evaluate(NodeId root) {
+  // Operands first, without recursion (a chain of nodes may be as long as the file allows).
+  std::vector<NodeId> stack{root};
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    if (folded_.contains(id.index)) {
+      stack.pop_back();
+      continue;
+    }
+    bool ready = true;
+    for (NodeId in : graph_.node(id).inputs)
+      if (!folded_.contains(in.index)) stack.push_back(in), ready = false;
+    if (!ready) continue;
+    stack.pop_back();
+    fold(id);
+  }
+  return folded_.at(root.index);
+}
+
+void Importer::fold(NodeId id) {
   const ir::Node& n = graph_.node(id);
   std::optional<interp::Buffer> result;
   std::optional<int64_t> numel = n.shape.num_elements();
@@ -211,24 +236,16 @@ std::optional<interp::Buffer> Importer::evaluate(NodeId id) {
     if (given != options_.input_values.end() && given->second.shape() == n.shape)
       result = given->second;
   } else if (n.op.kind() != ir::OpKind::Input && numel && *numel <= kMaxFoldElements) {
-    std::vector<interp::Buffer> operands;
     bool known = true;
+    std::vector<const interp::Buffer*> ptrs;
     for (NodeId in : n.inputs) {
-      std::optional<interp::Buffer> v = evaluate(in);
-      if (!v) {
-        known = false;
-        break;
-      }
-      operands.push_back(std::move(*v));
+      const std::optional<interp::Buffer>& v = folded_.at(in.index);
+      known = known && v.has_value();
+      ptrs.push_back(v ? &*v : nullptr);
     }
-    if (known) {
-      std::vector<const interp::Buffer*> ptrs;
-      for (const interp::Buffer& b : operands) ptrs.push_back(&b);
-      result = interp::eval_node(n, ptrs);
-    }
+    if (known) result = interp::eval_node(n, ptrs);
   }
-  folded_[id.index] = result;
-  return result;
+  folded_[id.index] = std::move(result);
 }
 
 void Importer::add_inputs() {

@@ -76,6 +76,9 @@ public:
   ir::NodeId scalar(double v, ir::DType dtype) { return g.constant(v, dtype); }
   /// Axis `a` of a rank-`r` tensor, made non-negative; Value error when out of range.
   int64_t axis(int64_t a, int64_t r) const;
+  /// Unsupported when a tensor the importer itself would fill (a mask, an index table) has more
+  /// than 2^24 elements, so a hostile file cannot make it allocate without bound.
+  void check_materialized(int64_t elements, std::string_view what) const;
   [[noreturn]] void unsupported(const std::string& what) const;
 
 private:

@@ -182,6 +182,7 @@ void gather_elements(Ctx& c) {
   for (int64_t k = r - 2; k >= 0; --k)
     stride[std::size_t(k)] = stride[std::size_t(k + 1)] * xd[std::size_t(k + 1)];
   int64_t n = product(id);
+  c.check_materialized(n, "GatherElements' index table");
   std::vector<int64_t> base(static_cast<std::size_t>(n));
   for (int64_t p = 0; p < n; ++p) {
     int64_t rem = p, off = 0;
@@ -347,7 +348,7 @@ void range(Ctx& c) {
   double start = s.get_f64(0), limit = l.get_f64(0), delta = d.get_f64(0);
   if (delta == 0) fail(ErrorKind::Value, "delta 0");
   double count = std::max(0.0, std::ceil((limit - start) / delta));
-  if (count > double(int64_t(1) << 24)) fail(ErrorKind::Value, "range of ", count, " values");
+  if (!(count <= double(int64_t(1) << 24))) c.check_materialized(int64_t(1) << 30, "Range");
   std::vector<double> v(static_cast<std::size_t>(count));
   DType dt = s.dtype();
   // Integer ranges accumulate exactly; float ones as start + k * delta.
@@ -366,6 +367,7 @@ void eye_like(Ctx& c) {
     if (!t) c.unsupported("dtype without an rlx dtype");
     dt = *t;
   }
+  c.check_materialized(d[0] > 0 && d[1] > (int64_t(1) << 24) / d[0] ? -1 : d[0] * d[1], "EyeLike");
   std::vector<double> v(static_cast<std::size_t>(d[0] * d[1]), 0.0);
   for (int64_t i = 0; i < d[0]; ++i)
     if (i + k >= 0 && i + k < d[1]) v[std::size_t(i * d[1] + i + k)] = 1;
@@ -378,6 +380,7 @@ void trilu(Ctx& c) {
   int64_t k = c.has(1) ? int64_t(c.need_scalar(1, "k")) : 0;
   bool upper = c.attr_i("upper", 1) != 0;
   int64_t n = d[d.size() - 2], m = d.back();
+  c.check_materialized(n > 0 && m > (int64_t(1) << 24) / n ? -1 : n * m, "Trilu's mask");
   std::vector<int64_t> keep(static_cast<std::size_t>(n * m));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < m; ++j) keep[std::size_t(i * m + j)] = upper ? j - i >= k : j - i <= k;
@@ -391,6 +394,8 @@ void one_hot(Ctx& c) {
   double depth_v = c.need_scalar(1, "depth");
   interp::Buffer values = c.need(2, "values");
   if (values.numel() != 2) fail(ErrorKind::Shape, "values must hold [off, on]");
+  if (!(depth_v >= 0 && depth_v <= double(int64_t(1) << 24)))
+    c.check_materialized(-1, "OneHot's depth");
   int64_t depth = int64_t(depth_v);
   int64_t r = int64_t(id.size()) + 1;
   int64_t axis = c.axis(c.attr_i("axis", -1), r);

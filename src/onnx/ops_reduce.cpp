@@ -114,6 +114,7 @@ void hardmax(Ctx& c) {
     int64_t r = int64_t(s.rank());
     NodeId i = c.g.add_inferred(Op(OpKind::ArgMax, ir::ArgReduceAttrs{a, true}), {x});
     int64_t n = s.dims()[std::size_t(a)].size();
+    c.check_materialized(n, "Hardmax's positions");
     std::vector<int64_t> iota(static_cast<std::size_t>(n));
     std::iota(iota.begin(), iota.end(), int64_t(0));
     std::vector<int64_t> dims(static_cast<std::size_t>(r), 1);
