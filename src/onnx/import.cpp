@@ -367,6 +367,7 @@ const Rules& rules() {
     add_reduce_rules(r);
     add_movement_rules(r);
     add_nn_rules(r);
+    add_resize_rules(r);
     return r;
   }();
   return table;

@@ -102,6 +102,7 @@ void add_elementwise_rules(Rules& r);
 void add_reduce_rules(Rules& r);
 void add_movement_rules(Rules& r);
 void add_nn_rules(Rules& r);
+void add_resize_rules(Rules& r);
 
 /// All rules, built once.
 const Rules& rules();

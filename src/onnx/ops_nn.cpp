@@ -321,6 +321,27 @@ void layer_norm(Ctx& c) {
   c.out(2, n.inv);
 }
 
+/// x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta: the channel
+/// window sum is an average pool over [N, 1, C, rest] with the channels padded by zeros.
+void lrn(Ctx& c) {
+  NodeId x = c.in(0);
+  std::vector<int64_t> d = c.sizes(0);
+  if (d.size() < 3) fail(ErrorKind::Shape, "LRN needs rank >= 3");
+  int64_t size = c.attr_i("size", 0);
+  if (size <= 0) fail(ErrorKind::Value, "size must be positive");
+  double alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f),
+         bias = c.attr_f("bias", 1.0f);
+  int64_t rest = 1;
+  for (std::size_t k = 2; k < d.size(); ++k) rest *= d[k];
+  NodeId sq = c.g.reshape_(op2(c, OpKind::Mul, x, x), {d[0], 1, d[1], rest});
+  sq = c.g.pad(sq, {0, 0, 0, 0, (size - 1) / 2, size / 2, 0, 0});
+  NodeId sum =
+      op2(c, OpKind::Mul, c.g.avg_pool2d(sq, {size, 1}, {1, 1}, {0, 0}), like(c, x, double(size)));
+  NodeId den = op2(c, OpKind::Add, like(c, x, bias),
+                   op2(c, OpKind::Mul, c.g.reshape_(sum, d), like(c, x, alpha / double(size))));
+  c.out(0, op2(c, OpKind::Div, x, op2(c, OpKind::Pow, den, like(c, x, beta))));
+}
+
 /// Scale or zero point `v` shaped to broadcast along `axis` of a rank-r tensor (a scalar or a
 /// one-element tensor broadcasts as is).
 NodeId along(Ctx& c, NodeId v, int64_t axis, int64_t r) {
@@ -393,6 +414,7 @@ void add_nn_rules(Rules& r) {
   r["BatchNormalization"] = {batch_norm, 6};
   r["InstanceNormalization"] = {instance_norm, 6};
   r["LayerNormalization"] = {layer_norm, 17};
+  r["LRN"] = {lrn, 1};
   r["QuantizeLinear"] = {quantize_linear, 10};
   r["DequantizeLinear"] = {dequantize_linear, 10};
   r["DynamicQuantizeLinear"] = {dynamic_quantize_linear, 11};
