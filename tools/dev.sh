@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 packages=(meson ninja-build pkg-config cmake ccache python3 llvm-19-dev clang-19 lld-19
           libasmjit-dev libboost-dev libfftw3-dev doctest-dev libzstd-dev zlib1g-dev
           clang-format-19
-          libclang-cpp19-dev libclang-19-dev libedit-dev tmux)  # rlx-repl and its tests
+          libclang-cpp19-dev libclang-19-dev libedit-dev tmux   # rlx-repl and its tests
+          libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler)  # ONNX import, node tests
 
 install_missing() {
   local missing=()

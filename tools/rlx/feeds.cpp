@@ -94,6 +94,7 @@ std::vector<const Feed*> match_feeds(const ir::Graph& g, std::span<const Feed> f
 
 void load_feeds(const ir::Graph& g, std::span<Feed> feeds) {
   for (Feed& f : feeds) {
+    if (f.preset) continue;
     try {
       f.buffer = io::load_npy(f.path);
     } catch (const Error& e) {

@@ -17,6 +17,7 @@ struct Feed {
   std::string name;
   std::string path;
   interp::Buffer buffer;
+  bool preset = false; ///< the buffer came with the model (an ONNX initializer), not from a file
 
   /// "--in x=a.npy", for error messages.
   std::string option() const;

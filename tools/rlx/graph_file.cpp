@@ -7,6 +7,7 @@
 #include <rlx/ir/json.hpp>
 #include <rlx/ir/text.hpp>
 #include <rlx/ir/verify.hpp>
+#include <rlx/onnx.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -41,7 +42,14 @@ bool looks_like_json(std::string_view path, std::string_view text) {
   return i != std::string_view::npos && text[i] == '{';
 }
 
-ir::Graph load_graph(const std::string& path) {
+bool is_onnx(std::string_view path) { return path.ends_with(".onnx"); }
+
+ir::Graph load_graph(const std::string& path, interp::Feed* params) {
+  if (is_onnx(path)) {
+    onnx::Model m = onnx::load(path);
+    if (params) *params = std::move(m.params);
+    return std::move(m.graph);
+  }
   std::string text = read_file(path);
   std::string source = path == "-" ? "<stdin>" : path;
   if (!looks_like_json(path, text)) return ir::parse_text(text, source);

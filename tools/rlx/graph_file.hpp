@@ -1,6 +1,7 @@
 // tools/rlx/graph_file.hpp -- reading graphs (text IR or JSON) and --bind options from the user.
 #pragma once
 
+#include <rlx/interp.hpp>
 #include <rlx/ir/graph.hpp>
 #include <rlx/ir/shape.hpp>
 
@@ -17,9 +18,13 @@ std::string read_file(const std::string& path);
 /// Whether a graph file is JSON: its first non-blank byte is '{', or the path ends in .json.
 bool looks_like_json(std::string_view path, std::string_view text);
 
-/// Parse a graph file in either form; parse errors are rlx::Errors naming the path (and the line
-/// and column, or the JSON path). The graph is not verified here.
-ir::Graph load_graph(const std::string& path);
+/// Whether a path names an ONNX model (it ends in .onnx).
+bool is_onnx(std::string_view path);
+
+/// Parse a graph file in any form (text IR, JSON, ONNX); parse errors are rlx::Errors naming the
+/// path (and the line and column, or the JSON path). An ONNX model's initializers go to
+/// `params` when given. The graph is not verified here.
+ir::Graph load_graph(const std::string& path, interp::Feed* params = nullptr);
 
 /// Throw rlx::Error (ErrorKind::Verify) listing every problem verify_all finds in `g`.
 void verify_graph(const ir::Graph& g, std::string_view path);

@@ -8,6 +8,7 @@
 #include <rlx/io/npy.hpp>
 #include <rlx/runtime.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -104,8 +105,14 @@ int run_command(std::span<const std::string> args) {
   Backend backend = parse_backend(a.value("--backend"));
 
   const std::string& path = a.positional[0];
-  ir::Graph g = load_graph(path);
+  interp::Feed model_params;
+  ir::Graph g = load_graph(path, &model_params);
   verify_graph(g, path);
+  for (auto& [name, value] : model_params) {
+    bool given = std::any_of(feeds.begin(), feeds.end(),
+                             [&](const Feed& f) { return f.is_param && f.name == name; });
+    if (!given) feeds.push_back(Feed{true, name, "<" + path + " initializer>", value, true});
+  }
   std::vector<const Feed*> leaves = match_feeds(g, feeds);
   load_feeds(g, feeds);
   ir::Graph bound = g;

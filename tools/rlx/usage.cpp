@@ -27,8 +27,8 @@ exit status: 0 success, 1 error (bad file, shapes, feeds; compare: not close),
 constexpr std::string_view kCheck =
     R"(usage: rlx check FILE [--json | --inspect | --dot] [--lir] [--bind SYMBOL=SIZE ...]
 
-Parse FILE (text IR, or JSON when it starts with '{' or ends in .json; '-' reads standard
-input), verify it and print it as text IR on standard output.
+Parse FILE (text IR, or JSON when it starts with '{' or ends in .json, or an ONNX model when it
+ends in .onnx; '-' reads standard input), verify it and print it as text IR on standard output.
 
 options:
   --json                print the graph as JSON instead
@@ -46,9 +46,9 @@ constexpr std::string_view kRun =
     R"(usage: rlx run FILE --out DIR [--in NAME=X.npy ...] [--param NAME=W.npy ...]
                       [--backend interp|jit] [--bind SYMBOL=SIZE ...]
 
-Run the graph in FILE (text IR or JSON) on tensors read from .npy files. Every graph input needs
-one --in and every param one --param, with the exact dtype and shape (f32 data may feed a bf16
-leaf). Dynamic dims (?batch, ...) are bound by --bind, else inferred from the fed shapes
+Run the graph in FILE (text IR, JSON or an .onnx model) on tensors read from .npy files. Every
+graph input needs one --in and every param one --param, with the exact dtype and shape (f32 data
+may feed a bf16 leaf); an ONNX model's initializers feed its params (--param overrides one). Dynamic dims (?batch, ...) are bound by --bind, else inferred from the fed shapes
 (?rows = ?batch * ?seq when only that is missing).
 
 Each output i is written to DIR/out<i>.npy, and also to DIR/<label>.npy when its node has a label

@@ -1,0 +1,196 @@
+// tests/onnx/test_onnx.cpp -- rlx::onnx: TensorProto reading, import errors that name the op, the
+// node and the opset, malformed files (every truncation and garbled bytes of real models), and
+// the BERT encoder layer exported by PyTorch (tests/fixtures/make_onnx_bert.py) on both backends.
+#include <doctest/doctest.h>
+
+#include <rlx/io/npy.hpp>
+#include <rlx/onnx.hpp>
+#include <rlx/runtime.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using rlx::interp::Buffer;
+
+namespace {
+
+const fs::path kNode = "/usr/share/libonnx-testdata/data/node";
+const fs::path kBert = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_bert";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The error parse_model throws on `bytes`, or "" when it imports.
+std::string import_error(const std::string& bytes, const rlx::onnx::LoadOptions& o = {}) {
+  try {
+    rlx::onnx::parse_model(bytes, "m.onnx", o);
+    return "";
+  } catch (const rlx::Error& e) {
+    return e.what();
+  }
+}
+
+std::vector<const Buffer*> leaves_of(const rlx::onnx::Model& m, const Buffer& x) {
+  std::vector<const Buffer*> leaves;
+  for (const rlx::ir::Node& n : m.graph.nodes()) {
+    if (n.op.kind() == rlx::ir::OpKind::Input) leaves.push_back(&x);
+    if (n.op.kind() == rlx::ir::OpKind::Param)
+      leaves.push_back(&m.params.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
+  }
+  return leaves;
+}
+
+} // namespace
+
+TEST_CASE("onnx: a tensor written and read back is the same buffer, with its name") {
+  Buffer b = Buffer::f32({2, 3}, std::vector<float>{1, 2, 3, 4, 5, -6});
+  std::string name;
+  CHECK(rlx::onnx::read_tensor(rlx::onnx::write_tensor(b, "w"), "t", &name) == b);
+  CHECK(name == "w");
+}
+
+TEST_CASE("onnx: typed int64_data is read, and a value count that misses the dims is an error") {
+  // TensorProto{dims: [3], data_type: INT64, int64_data: [1, 2, 300]} written by hand:
+  // field 1 varint 3, field 2 varint 7, field 7 packed varints 1 2 300 (0xac 0x02).
+  std::string ok("\x08\x03\x10\x07\x3a\x04\x01\x02\xac\x02", 10);
+  Buffer b = rlx::onnx::read_tensor(ok);
+  CHECK(b.shape() == rlx::ir::Shape({3}, rlx::ir::DType::I64));
+  CHECK(b.to_i64() == std::vector<int64_t>{1, 2, 300});
+  std::string bad("\x08\x04\x10\x07\x3a\x04\x01\x02\xac\x02", 10); // dims [4]
+  CHECK_THROWS_WITH_AS(rlx::onnx::read_tensor(bad, "t.pb"),
+                       doctest::Contains("int64_data holds 3 values for i64[4]"), rlx::Error);
+  std::string strings("\x08\x01\x10\x08", 4); // a STRING tensor
+  CHECK_THROWS_WITH_AS(rlx::onnx::read_tensor(strings, "t.pb"),
+                       doctest::Contains("STRING has no rlx dtype"), rlx::Error);
+}
+
+TEST_CASE("onnx: an op rlx does not map is an Unsupported error naming the op and the opset") {
+  std::string bytes = read_file(kNode / "test_det_2d/model.onnx");
+  REQUIRE(!bytes.empty());
+  try {
+    rlx::onnx::parse_model(bytes, "det.onnx");
+    FAIL("Det imported");
+  } catch (const rlx::Error& e) {
+    CHECK(e.kind() == rlx::ErrorKind::Unsupported);
+    CHECK(std::string(e.what()) ==
+          "det.onnx: node '' (Det, opset 11): op type Det is not supported by rlx");
+  }
+}
+
+TEST_CASE("onnx: an operand rlx needs at load time that is a graph input is a clear error") {
+  std::string bytes = read_file(kNode / "test_reshape_reordered_all_dims/model.onnx");
+  REQUIRE(!bytes.empty());
+  std::string err = import_error(bytes);
+  INFO(err);
+  CHECK(err.find("(Reshape, opset 14): operand 1 (shape, 'shape') is only known at run time") !=
+        std::string::npos);
+  // Given as a LoadOptions value, the shape is read at load time and is no graph input.
+  rlx::onnx::LoadOptions o;
+  o.input_values["shape"] = Buffer::i64({3}, std::vector<int64_t>{4, 2, 3});
+  rlx::onnx::Model m = rlx::onnx::parse_model(bytes, "m.onnx", o);
+  CHECK(!m.graph.input_id("shape"));
+  CHECK(m.graph.input_id("data"));
+  CHECK(m.graph.shape(m.graph.outputs[0]) == rlx::ir::Shape({4, 2, 3}, rlx::ir::DType::F32));
+}
+
+TEST_CASE("onnx: every truncation of a model and garbled bytes give an error or a graph, never a "
+          "crash") {
+  for (const char* test :
+       {"test_conv_with_strides_padding", "test_gemm_all_attributes", "test_slice_neg_steps"}) {
+    std::string bytes = read_file(kNode / test / "model.onnx");
+    REQUIRE(!bytes.empty());
+    int errors = 0;
+    for (std::size_t n = 0; n < bytes.size(); ++n)
+      errors += !import_error(bytes.substr(0, n)).empty();
+    CHECK(errors > int(bytes.size()) / 2); // most truncations are malformed
+    // Each byte replaced by a few values (deterministic): never anything but rlx::Error.
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      for (unsigned char v : {0x00, 0x7f, 0x80, 0xff}) {
+        std::string g = bytes;
+        g[i] = char(v);
+        CHECK_NOTHROW(import_error(g));
+      }
+  }
+  // The exported BERT layer: truncations at 300 points spread over the file.
+  std::string bert = read_file(kBert / "model.onnx");
+  REQUIRE(bert.size() > 1000);
+  for (std::size_t k = 0; k < 300; ++k)
+    CHECK_NOTHROW(import_error(bert.substr(0, k * bert.size() / 300)));
+  CHECK(import_error("not a model at all").find("m.onnx: ") == 0);
+}
+
+TEST_CASE("onnx: the BERT encoder layer exported by PyTorch matches PyTorch on both backends") {
+  rlx::onnx::Model m = rlx::onnx::load((kBert / "model.onnx").string());
+  Buffer x = rlx::io::load_npy((kBert / "x.npy").string());
+  Buffer want = rlx::io::load_npy((kBert / "y.npy").string());
+  CHECK(m.opset == 14);
+  CHECK(m.graph.input_id("x"));
+  CHECK(!m.params.empty());
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got = rlx::compile(m.graph, backend)->run(leaves_of(m, x));
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0].shape() == want.shape());
+    double worst = 0;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      worst = std::max(worst, std::abs(got[0].get_f64(i) - want.get_f64(i)));
+    INFO("backend " << int(backend));
+    CHECK(worst < 1e-5);
+  }
+}
+
+TEST_CASE("onnx: a symbolic input dim becomes a dynamic dim that binding specializes") {
+  const fs::path dir = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_dynamic";
+  rlx::onnx::Model m = rlx::onnx::load((dir / "model.onnx").string());
+  auto x_id = m.graph.input_id("x");
+  REQUIRE(x_id);
+  const rlx::ir::Shape& xs = m.graph.shape(*x_id);
+  REQUIRE(xs.rank() == 2);
+  CHECK(xs.dims()[0] == rlx::ir::Dim::dynamic("batch"));
+  CHECK(xs.dims()[1] == rlx::ir::Dim(8));
+  CHECK(m.graph.shape(m.graph.outputs[0]).dims()[0] == rlx::ir::Dim::dynamic("batch"));
+  Buffer x = rlx::io::load_npy((dir / "x.npy").string());
+  Buffer want = rlx::io::load_npy((dir / "y.npy").string());
+  rlx::ir::DimBinding b;
+  b.set("batch", 3);
+  rlx::ir::Graph bound = m.graph.bind(b);
+  m.graph = bound;
+  std::vector<Buffer> got = rlx::compile(bound, rlx::Backend::Jit)->run(leaves_of(m, x));
+  REQUIRE(got[0].shape() == want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    CHECK(got[0].get_f64(i) == doctest::Approx(want.get_f64(i)).epsilon(1e-5));
+}
+
+TEST_CASE("onnx: every node-test model, truncated and garbled at fixed points, never crashes the "
+          "importer") {
+  REQUIRE(fs::is_directory(kNode));
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(kNode)) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  uint64_t state = 0x9e3779b97f4a7c15ull; // xorshift64: the same bytes on every run
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  int imported = 0;
+  for (const fs::path& dir : dirs) {
+    std::string bytes = read_file(dir / "model.onnx");
+    if (bytes.empty()) continue;
+    imported += import_error(bytes).empty();
+    for (int k = 0; k < 8; ++k) {
+      CHECK_NOTHROW(import_error(bytes.substr(0, next() % bytes.size())));
+      std::string g = bytes;
+      for (int j = 0; j < 1 + k; ++j) g[next() % g.size()] = char(next());
+      CHECK_NOTHROW(import_error(g));
+    }
+  }
+  CHECK(imported > 200); // the unmodified models that need no load-time inputs import
+}
