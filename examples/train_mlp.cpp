@@ -17,7 +17,7 @@ int main() {
 
   // Parameters: 2 -> hidden (tanh) -> 1, small random weights.
   std::vector<Tensor> params = {rlx::randn({2, hidden}, 2) * 0.5f, rlx::zeros({hidden}),
-                                rlx::randn({hidden, 1}, 3) * 0.2f, rlx::zeros({1})};
+                                rlx::randn({hidden, 1}, 3) * 0.05f, rlx::zeros({1})};
 
   auto loss_fn = [](Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor xs, Tensor ys) {
     Tensor h = rlx::tanh(rlx::matmul(xs, w1) + b1);
@@ -25,7 +25,7 @@ int main() {
     return rlx::mean(d * d);
   };
   // One SGD step: the loss and the updated parameters, traced once and compiled.
-  const float lr = 0.2f;
+  const float lr = 0.3f;
   auto step = rlx::jit([&](Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor xs, Tensor ys) {
     auto [loss, g] = rlx::value_and_grad(loss_fn, {0, 1, 2, 3})(w1, b1, w2, b2, xs, ys);
     return std::vector<Tensor>{loss, w1 - g[0] * lr, b1 - g[1] * lr, w2 - g[2] * lr,
