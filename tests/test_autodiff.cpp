@@ -7,6 +7,7 @@
 #include "ops/decompose.hpp"
 
 #include <rlx/autodiff.hpp>
+#include <rlx/backward_ops.hpp>
 #include <rlx/rlx.hpp>
 
 #include <cmath>
@@ -531,5 +532,210 @@ TEST_CASE("gradients through the JIT equal gradients through the interpreter") {
         check_close(got[k].get_f64(i), want[k].get_f64(i), 1e-12,
                     "output " + std::to_string(k) + "[" + std::to_string(i) + "]");
     }
+  }
+}
+
+// ---- The seed's explicit backward ops, each against its VJP (which the cases above check
+// against finite differences) and against central differences directly.
+
+namespace {
+
+using Args = std::span<const NodeId>;
+struct BackwardCase {
+  std::string what;
+  Case forward;    ///< the forward op on its operands
+  std::size_t wrt; ///< the operand the backward op differentiates
+  std::function<NodeId(Graph&, Args, NodeId dy)> backward;
+};
+
+std::vector<BackwardCase> backward_cases() {
+  namespace ad = autodiff;
+  auto fwd = [](std::string w, Op op, std::vector<Arg> args) { return op_case(w, op, args); };
+  Op ln(OpKind::LayerNorm, NormAttrs{-1, 1e-5f}), rms(OpKind::RmsNorm, NormAttrs{-1, 1e-5f});
+  Op gn(OpKind::GroupNorm, GroupNormAttrs{2, 1e-5f}),
+      bn(OpKind::BatchNormInference, EpsAttrs{1e-5f});
+  Conv2dAttrs ca{{2, 2}, {2, 1}, {1, 0}, {1, 1}, 2};
+  Op conv(OpKind::Conv2d, ca);
+  std::vector<Arg> conv_args{F({2, 2, 5, 4}), F({4, 1, 2, 2})};
+  Shape x_conv({2, 2, 5, 4}, DType::F64), w_conv({4, 1, 2, 2}, DType::F64);
+  std::vector<Arg> ln_args{F({3, 5}), F({5}), F({5})};
+  std::vector<Arg> gn_args{F({2, 4, 2, 1}), F({4}), F({4})};
+  std::vector<Arg> bn_args{F({2, 3, 2}), F({3}), F({3}), F({3}), F({3}, 0.5, 2)};
+  AttentionAttrs at{2, 2, MaskType::Causal, 0, std::nullopt, std::nullopt};
+  std::vector<Arg> at_args{F({1, 3, 4}), F({1, 3, 4}), F({1, 3, 4})};
+  Case scel = graph_case(
+      "softmax_cross_entropy_with_logits", {F({3, 4}), I({3}, 0, 3)}, [](Graph& g, Args a) {
+        return ad::softmax_cross_entropy_with_logits(g, a[0], g.cast(a[1], DType::F64));
+      });
+  return {
+      {"relu_backward", fwd("relu", Op(OpKind::Relu), {F({3, 4})}), 0,
+       [](Graph& g, Args a, NodeId dy) { return ad::relu_backward(g, a[0], dy); }},
+      {"activation_backward gelu", fwd("gelu", Op(OpKind::Gelu), {F({3, 4})}), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::activation_backward(g, Activation::Gelu, a[0], dy);
+       }},
+      {"layer_norm_backward_input", fwd("ln", ln, ln_args), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::layer_norm_backward_input(g, a[0], a[1], dy, -1, 1e-5f);
+       }},
+      {"layer_norm_backward_gamma", fwd("ln", ln, ln_args), 1,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::layer_norm_backward_gamma(g, a[0], dy, g.shape(a[1]), -1, 1e-5f);
+       }},
+      {"rms_norm_backward_input", fwd("rms", rms, ln_args), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::rms_norm_backward_input(g, a[0], a[1], a[2], dy, -1, 1e-5f);
+       }},
+      {"rms_norm_backward_gamma", fwd("rms", rms, ln_args), 1,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::rms_norm_backward_gamma(g, a[0], a[1], a[2], dy, -1, 1e-5f);
+       }},
+      {"rms_norm_backward_beta", fwd("rms", rms, ln_args), 2,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::rms_norm_backward_beta(g, a[0], a[1], a[2], dy, -1, 1e-5f);
+       }},
+      {"rope_backward",
+       fwd("rope", Op(OpKind::Rope, RopeAttrs{4, 2, RopeStyle::NeoX}),
+           {F({2, 3, 8}), F({3, 1}), F({3, 1})}),
+       0, [](Graph& g, Args a, NodeId dy) { return ad::rope_backward(g, dy, a[1], a[2], 4, 2); }},
+      {"cumsum_backward", fwd("cumsum", Op(OpKind::Cumsum, CumsumAttrs{1, true}), {F({2, 4})}), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::cumsum_backward(g, dy, g.shape(a[0]), 1, true);
+       }},
+      {"gather_backward",
+       fwd("gather", Op(OpKind::Gather, GatherAttrs{0}), {F({5, 3}), I({4}, -5, 4)}), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::gather_backward(g, dy, a[1], g.shape(a[0]), 0);
+       }},
+      {"group_norm_backward_input", fwd("gn", gn, gn_args), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::group_norm_backward_input(g, a[0], a[1], a[2], dy, 2, 1e-5f);
+       }},
+      {"group_norm_backward_gamma", fwd("gn", gn, gn_args), 1,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::group_norm_backward_gamma(g, a[0], dy, g.shape(a[1]), 2, 1e-5f);
+       }},
+      {"group_norm_backward_beta", fwd("gn", gn, gn_args), 2,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::group_norm_backward_beta(g, a[0], dy, g.shape(a[2]), 2, 1e-5f);
+       }},
+      {"batch_norm_inference_backward_input", fwd("bn", bn, bn_args), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::batch_norm_inference_backward_input(g, a[0], a[1], a[3], a[4], dy, 1e-5f);
+       }},
+      {"batch_norm_inference_backward_gamma", fwd("bn", bn, bn_args), 1,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::batch_norm_inference_backward_gamma(g, a[0], a[3], a[4], dy, g.shape(a[1]),
+                                                        1e-5f);
+       }},
+      {"batch_norm_inference_backward_beta", fwd("bn", bn, bn_args), 2,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::batch_norm_inference_backward_beta(g, dy, g.shape(a[2]));
+       }},
+      {"maxpool2d_backward",
+       fwd("pool", Op(OpKind::MaxPool2d, Pool2dAttrs{{2, 2}, {2, 1}, {1, 0}}), {F({2, 2, 3, 4})}),
+       0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::maxpool2d_backward(g, a[0], dy, {2, 2}, {2, 1}, {1, 0});
+       }},
+      {"conv2d_backward_input", fwd("conv", conv, conv_args), 0,
+       [=](Graph& g, Args a, NodeId dy) {
+         return ad::conv2d_backward_input(g, dy, a[1], x_conv, {2, 2}, ca.stride, ca.padding,
+                                          ca.dilation, ca.groups);
+       }},
+      {"conv2d_backward_weight", fwd("conv", conv, conv_args), 1,
+       [=](Graph& g, Args a, NodeId dy) {
+         return ad::conv2d_backward_weight(g, a[0], dy, w_conv, {2, 2}, ca.stride, ca.padding,
+                                           ca.dilation, ca.groups);
+       }},
+      {"softmax_cross_entropy_backward", scel, 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::softmax_cross_entropy_backward(g, a[0], g.cast(a[1], DType::F64), dy);
+       }},
+      {"attention_backward q", fwd("attention", Op(OpKind::Attention, at), at_args), 0,
+       [](Graph& g, Args a, NodeId dy) {
+         return ad::attention_backward(g, ad::AttentionBwdWrt::Q, a[0], a[1], a[2], dy, 2, 2,
+                                       MaskKind::causal(), std::nullopt);
+       }},
+      {"attention_backward_all, k", fwd("attention", Op(OpKind::Attention, at), at_args), 1,
+       [](Graph& g, Args a, NodeId dy) {
+         return std::get<1>(ad::attention_backward_all(g, a[0], a[1], a[2], dy, 2, 2,
+                                                       MaskKind::causal(), std::nullopt));
+       }},
+      {"attention_backward_all, v", fwd("attention", Op(OpKind::Attention, at), at_args), 2,
+       [](Graph& g, Args a, NodeId dy) {
+         return std::get<2>(ad::attention_backward_all(g, a[0], a[1], a[2], dy, 2, 2,
+                                                       MaskKind::causal(), std::nullopt));
+       }},
+  };
+}
+
+} // namespace
+
+TEST_CASE("each explicit backward op equals its VJP and central differences") {
+  for (const BackwardCase& bc : backward_cases()) {
+    INFO(bc.what);
+    Instance in = instantiate(bc.forward, 5);
+    NodeId y = in.g.outputs[0];
+    std::vector<NodeId> args;
+    for (const Node& n : in.g.nodes())
+      if (n.op.kind() == OpKind::Input) args.push_back(n.id);
+    NodeId x = args[bc.wrt];
+    std::string name = in.g.node(x).op.attrs<LeafAttrs>().name;
+    Graph gb = in.g;
+    NodeId dy = gb.input("dy", gb.shape(y));
+    gb.set_outputs({bc.backward(gb, args, dy)});
+    Feeds f = in.feeds;
+    f["dy"] = test::random_buffer(in.g.shape(y), 9);
+    interp::Buffer got = interp::run(gb, f)[0];
+    REQUIRE(got.shape() == in.g.shape(x));
+    // Its VJP.
+    Graph gv = autodiff::vjp(in.g, std::vector<NodeId>{x});
+    Feeds fv = in.feeds;
+    fv["d_output"] = f["dy"];
+    interp::Buffer want = interp::run(gv, fv)[1];
+    for (int64_t i = 0; i < got.numel(); ++i)
+      check_close(got.get_f64(i), want.get_f64(i), 1e-10,
+                  bc.what + " vs vjp [" + std::to_string(i) + "]");
+    // Central differences of <dy, y>.
+    auto loss = [&](const Feeds& ff) {
+      interp::Buffer v = interp::run(in.g, ff)[0];
+      double s = 0;
+      for (int64_t i = 0; i < v.numel(); ++i) s += v.get_f64(i) * f["dy"].get_f64(i);
+      return s;
+    };
+    const double h = 1e-6;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      Feeds ff = in.feeds;
+      double x0 = in.feeds.at(name).get_f64(i);
+      ff[name].set_f64(i, x0 + h);
+      double up = loss(ff);
+      ff[name].set_f64(i, x0 - h);
+      check_close(got.get_f64(i), (up - loss(ff)) / (2 * h), 1e-6,
+                  bc.what + " vs differences [" + std::to_string(i) + "]");
+    }
+  }
+}
+
+TEST_CASE("softmax_cross_entropy is logsumexp minus the target's logit, with labels or targets") {
+  Graph g("sce");
+  NodeId l = g.input("l", Shape({2, 3}, DType::F64));
+  NodeId t = g.input("t", Shape({2, 3}, DType::F64));
+  NodeId lab = g.input("lab", Shape({2}, DType::F64));
+  g.set_outputs({autodiff::softmax_cross_entropy(g, l, t),
+                 autodiff::softmax_cross_entropy_with_logits(g, l, lab)});
+  std::vector<double> lv{0.5, -1, 2, 3, 0, -0.25};
+  Feeds f;
+  f["l"] = interp::Buffer::from_f64(Shape({2, 3}, DType::F64), lv);
+  f["t"] =
+      interp::Buffer::from_f64(Shape({2, 3}, DType::F64), std::vector<double>{0, 0, 1, 1, 0, 0});
+  f["lab"] = interp::Buffer::from_f64(Shape({2}, DType::F64), std::vector<double>{2, 0});
+  std::vector<interp::Buffer> r = interp::run(g, f);
+  for (int64_t row = 0; row < 2; ++row) {
+    double z = 0;
+    for (int64_t c = 0; c < 3; ++c) z += std::exp(lv[std::size_t(row * 3 + c)]);
+    double want = std::log(z) - lv[std::size_t(row * 3 + (row == 0 ? 2 : 0))];
+    check_close(r[0].get_f64(row), want, 1e-14, "targets");
+    check_close(r[1].get_f64(row), want, 1e-14, "labels");
   }
 }

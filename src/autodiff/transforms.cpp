@@ -60,13 +60,15 @@ std::string leaf_name(const ir::Graph& g, NodeId id, std::string_view what) {
   return n.op.attrs<ir::LeafAttrs>().name;
 }
 
-/// Reverse mode over p.g's forward nodes, seeded with the given cotangents of the outputs.
+/// Reverse mode over g's nodes below n_fwd, seeded with the given cotangents of the outputs.
+/// Nodes below `first` other than the wrt nodes are constants.
 std::vector<Grad> backward(ir::Graph& g, std::size_t n_fwd, std::span<const NodeId> wrt,
-                           std::span<const std::pair<NodeId, NodeId>> seeds) {
+                           std::span<const std::pair<NodeId, NodeId>> seeds,
+                           std::size_t first = 0) {
   Builder b(g);
   std::vector<char> needs(n_fwd, 0);
   for (NodeId w : wrt) needs[w.index] = 1;
-  for (std::size_t i = 0; i < n_fwd; ++i)
+  for (std::size_t i = first; i < n_fwd; ++i)
     for (NodeId in : g.nodes()[i].inputs) needs[i] |= needs[in.index];
   std::vector<Grad> cot(n_fwd);
   for (const auto& [out, d] : seeds) cot[out.index] = b.add_opt(cot[out.index], d);
@@ -129,6 +131,28 @@ ir::Graph reverse(const ir::Graph& forward, std::span<const NodeId> wrt, bool ke
 }
 
 } // namespace
+
+NodeId vjp_of(ir::Graph& g, const ir::Op& op, std::span<const NodeId> operands, NodeId dy,
+              std::size_t which) {
+  std::size_t first = g.len();
+  Builder b(g);
+  std::vector<NodeId> ins(operands.begin(), operands.end());
+  NodeId y;
+  if (vjp_rule_kind(op.kind()) == RuleKind::Decompose) {
+    std::vector<Shape> shapes;
+    for (NodeId i : ins) shapes.push_back(g.shape(i));
+    Node n{NodeId(uint32_t(g.len())), op, ins, *ir::infer_shape(op, shapes), std::nullopt, {}};
+    y = *ops::decompose_node(b, n, ins);
+  } else {
+    y = b.op(op, ins);
+  }
+  RLX_CHECK(g.shape(dy) == g.shape(y), "vjp_of: the cotangent ", ir::short_str(g.shape(dy)),
+            " does not match ", op.name(), "'s value ", ir::short_str(g.shape(y)));
+  NodeId w = ins[which];
+  std::pair<NodeId, NodeId> seed{y, dy};
+  std::vector<Grad> r = backward(g, y.index + 1, std::span(&w, 1), std::span(&seed, 1), first);
+  return r[0] ? *r[0] : b.zeros(g.shape(w));
+}
 
 ir::Graph vjp(const ir::Graph& forward, std::span<const NodeId> wrt) {
   if (forward.outputs.empty())

@@ -181,6 +181,20 @@ Grads vjp_pad(Builder& b, const Node& n, NodeId dy, Want) {
   return {g};
 }
 
+} // namespace
+
+NodeId gather_adjoint(Builder& b, NodeId dy, NodeId indices, const std::vector<int64_t>& ts,
+                      int64_t axis) { // one_hot^T @ dy
+  axis = norm_axis(axis, int64_t(ts.size()));
+  int64_t pre = 1, post = 1, size = ts[std::size_t(axis)];
+  for (int64_t i = 0; i < axis; ++i) pre *= ts[std::size_t(i)];
+  for (std::size_t i = std::size_t(axis) + 1; i < ts.size(); ++i) post *= ts[i];
+  NodeId oh = one_hot(b, indices, size, b.shape(dy).dtype());     // [m, size]
+  NodeId d3 = b.reshape(dy, {pre, -1, post});                     // [pre, m, post]
+  NodeId g = b.op(OpKind::MatMul, {b.transpose(oh, {1, 0}), d3}); // [pre, size, post]
+  return b.reshape(g, Ints(ts.begin(), ts.end()));
+}
+
 /// One-hot rows of the (normalized) indices against [0, size): [m, size] of dtype t.
 NodeId one_hot(Builder& b, NodeId indices, int64_t size, DType t) {
   NodeId idx = b.cast(b.reshape(indices, {-1, 1}), DType::I64); // float indices truncate
@@ -191,17 +205,11 @@ NodeId one_hot(Builder& b, NodeId indices, int64_t size, DType t) {
   return b.cast(hit, t);
 }
 
-Grads vjp_gather(Builder& b, const Node& n, NodeId dy, Want) { // one_hot^T @ dy
-  NodeId table = in(n, 0), indices = in(n, 1);
-  auto ts = b.sizes(table);
-  int64_t axis = norm_axis(n.op.attrs<ir::GatherAttrs>().axis, int64_t(ts.size()));
-  int64_t pre = 1, post = 1, size = ts[std::size_t(axis)];
-  for (int64_t i = 0; i < axis; ++i) pre *= ts[std::size_t(i)];
-  for (std::size_t i = std::size_t(axis) + 1; i < ts.size(); ++i) post *= ts[i];
-  NodeId oh = one_hot(b, indices, size, b.shape(dy).dtype());     // [m, size]
-  NodeId d3 = b.reshape(dy, {pre, -1, post});                     // [pre, m, post]
-  NodeId g = b.op(OpKind::MatMul, {b.transpose(oh, {1, 0}), d3}); // [pre, size, post]
-  return {b.reshape(g, Ints(ts.begin(), ts.end())), std::nullopt};
+namespace {
+
+Grads vjp_gather(Builder& b, const Node& n, NodeId dy, Want) {
+  return {gather_adjoint(b, dy, in(n, 1), b.sizes(in(n, 0)), n.op.attrs<ir::GatherAttrs>().axis),
+          std::nullopt};
 }
 
 NodeId swap_last2(Builder& b, NodeId x) {
@@ -231,11 +239,6 @@ Grads vjp_matmul(Builder& b, const Node& n, NodeId dy, Want want) {
 
 // ---- Convolution and pooling (NCHW / NCDHW).
 
-struct ConvGeom {
-  Ints stride, padding, dilation;
-  int64_t groups = 1;
-};
-
 ConvGeom conv_geom(const Node& n) {
   if (n.op.kind() == OpKind::Conv2d) {
     const auto& a = n.op.attrs<ir::Conv2dAttrs>();
@@ -250,6 +253,8 @@ ConvGeom conv_geom(const Node& n) {
           {a.dilation.begin(), a.dilation.end()},
           a.groups};
 }
+
+} // namespace
 
 /// The transposed convolution of dy with w that gives back a tensor of x_shape (the adjoint of
 /// the convolution in its input): output_padding makes up the rows the stride dropped.
@@ -316,6 +321,8 @@ NodeId conv_weight_adjoint(Builder& b, NodeId x, NodeId dy, const std::vector<in
   return parts.size() == 1 ? parts[0] : b.concat(parts, 0);
 }
 
+namespace {
+
 Grads vjp_conv(Builder& b, const Node& n, NodeId dy, Want want) {
   ConvGeom c = conv_geom(n);
   NodeId x = in(n, 0), w = in(n, 1);
@@ -324,6 +331,8 @@ Grads vjp_conv(Builder& b, const Node& n, NodeId dy, Want want) {
   if (want[1]) g[1] = conv_weight_adjoint(b, x, dy, b.sizes(w), c);
   return g;
 }
+
+} // namespace
 
 /// The adjoint of im2col (col2im): columns [N*Ho*Wo, C*kh*kw] summed back into [N, C, H, W]
 /// by a transposed convolution with a one-hot kernel per (channel, tap).
@@ -339,6 +348,31 @@ NodeId col2im(Builder& b, NodeId cols, const std::vector<int64_t>& x_shape, ir::
   return conv_input_adjoint(b, d, w, x_shape, c);
 }
 
+NodeId max_pool_adjoint(Builder& b, NodeId x, NodeId y, NodeId dy, ir::Ints2 k, ir::Ints2 stride,
+                        ir::Ints2 padding) {
+  ir::Pool2dAttrs a{k, stride, padding};
+  auto xs = b.sizes(x), ys = b.sizes(y);
+  int64_t nb = xs[0], ch = xs[1], taps = a.kernel_size[0] * a.kernel_size[1];
+  // Padded taps never win: pad with -inf, then take the windows as columns.
+  Ints pads{0, 0, 0, 0, a.padding[0], a.padding[0], a.padding[1], a.padding[1]};
+  NodeId xp = b.op(ir::Op(OpKind::Pad, ir::PadAttrs{pads, ir::PadMode::Constant,
+                                                    -std::numeric_limits<double>::infinity()}),
+                   {x});
+  ir::Im2ColAttrs ia{a.kernel_size, a.stride, {0, 0}, {1, 1}};
+  NodeId cols = b.reshape(b.op(ir::Op(OpKind::Im2Col, ia), {xp}), {-1, ch, taps});
+  auto rows = [&](NodeId v) { return b.reshape(b.transpose(v, {0, 2, 3, 1}), {-1, ch, 1}); };
+  NodeId hit = b.where(b.bin(OpKind::Eq, cols, rows(y)), b.like(1, x), b.like(0, x));
+  NodeId share = b.div(rows(dy), b.sum(hit, {2}, true));
+  NodeId dcols = b.reshape(b.mul(hit, share), {-1, ch * taps});
+  std::vector<int64_t> ps{nb, ch, xs[2] + 2 * a.padding[0], xs[3] + 2 * a.padding[1]};
+  NodeId g = col2im(b, dcols, ps, a.kernel_size, a.stride, {0, 0}, {1, 1}, ys[2], ys[3]);
+  if (a.padding[0] > 0) g = b.narrow(g, 2, a.padding[0], xs[2]);
+  if (a.padding[1] > 0) g = b.narrow(g, 3, a.padding[1], xs[3]);
+  return g;
+}
+
+namespace {
+
 int64_t out_len(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (len + 2 * p - d * (k - 1) - 1) / s + 1;
 }
@@ -353,25 +387,7 @@ Grads vjp_im2col(Builder& b, const Node& n, NodeId dy, Want) {
 
 Grads vjp_max_pool(Builder& b, const Node& n, NodeId dy, Want) {
   const auto& a = n.op.attrs<ir::Pool2dAttrs>();
-  NodeId x = in(n, 0);
-  auto xs = b.sizes(x), ys = b.sizes(n.id);
-  int64_t nb = xs[0], ch = xs[1], taps = a.kernel_size[0] * a.kernel_size[1];
-  // Padded taps never win: pad with -inf, then take the windows as columns.
-  Ints pads{0, 0, 0, 0, a.padding[0], a.padding[0], a.padding[1], a.padding[1]};
-  NodeId xp = b.op(ir::Op(OpKind::Pad, ir::PadAttrs{pads, ir::PadMode::Constant,
-                                                    -std::numeric_limits<double>::infinity()}),
-                   {x});
-  ir::Im2ColAttrs ia{a.kernel_size, a.stride, {0, 0}, {1, 1}};
-  NodeId cols = b.reshape(b.op(ir::Op(OpKind::Im2Col, ia), {xp}), {-1, ch, taps});
-  auto rows = [&](NodeId v) { return b.reshape(b.transpose(v, {0, 2, 3, 1}), {-1, ch, 1}); };
-  NodeId hit = b.where(b.bin(OpKind::Eq, cols, rows(n.id)), b.like(1, x), b.like(0, x));
-  NodeId share = b.div(rows(dy), b.sum(hit, {2}, true));
-  NodeId dcols = b.reshape(b.mul(hit, share), {-1, ch * taps});
-  std::vector<int64_t> ps{nb, ch, xs[2] + 2 * a.padding[0], xs[3] + 2 * a.padding[1]};
-  NodeId g = col2im(b, dcols, ps, a.kernel_size, a.stride, {0, 0}, {1, 1}, ys[2], ys[3]);
-  if (a.padding[0] > 0) g = b.narrow(g, 2, a.padding[0], xs[2]);
-  if (a.padding[1] > 0) g = b.narrow(g, 3, a.padding[1], xs[3]);
-  return {g};
+  return {max_pool_adjoint(b, in(n, 0), n.id, dy, a.kernel_size, a.stride, a.padding)};
 }
 
 Grads vjp_avg_pool(Builder& b, const Node& n, NodeId dy, Want) { // a depthwise box filter
