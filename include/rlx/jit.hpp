@@ -110,7 +110,8 @@ public:
       : f_(std::move(f)), core_(std::make_shared<detail::JitCore>(std::move(options))) {}
 
   template <class... A>
-    requires(std::convertible_to<const A&, Tensor> && ...)
+    requires((std::convertible_to<const A&, Tensor> && ...) &&
+             std::is_invocable_v<const F&, detail::AsTensor<A>...>)
   auto operator()(const A&... args) const {
     using R = std::remove_cvref_t<std::invoke_result_t<const F&, detail::AsTensor<A>...>>;
     std::array<Tensor, sizeof...(A)> in{Tensor(args)...};

@@ -1,7 +1,9 @@
 // include/rlx/rlx.hpp -- umbrella header.
 #pragma once
 
+#include "rlx/autodiff.hpp"
 #include "rlx/error.hpp"
+#include "rlx/grad.hpp"
 #include "rlx/interp.hpp"
 #include "rlx/io/npy.hpp"
 #include "rlx/ir/dot.hpp"

@@ -57,6 +57,18 @@ private:
   uint64_t id_;
 };
 
+/// A traced function as a graph: Inputs "arg<i>" are the placeholders in order, Params "c<j>"
+/// the computed tensors the function captured (their buffers, in graph order).
+struct TracedGraph {
+  ir::Graph graph;
+  std::vector<std::shared_ptr<const interp::Buffer>> captured;
+};
+/// Record the graph of `outs`, values of trace `trace` over `placeholders` (src/frontend/jit.cpp).
+TracedGraph extract_trace(const std::vector<Tensor>& placeholders, const std::vector<Tensor>& outs,
+                          uint64_t trace, const std::string& name);
+/// Placeholder tensors of trace `trace`: Input "arg<i>" of shapes[i].
+std::vector<Tensor> make_placeholders(std::span<const Shape> shapes, uint64_t trace);
+
 /// The error for reading a traced tensor's data on the host (`what` is item, to_vector...).
 [[noreturn]] void fail_traced_read(const Tensor& t, std::string_view what, const Loc& loc);
 

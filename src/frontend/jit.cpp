@@ -31,12 +31,13 @@ struct Entry {
   std::map<std::vector<int64_t>, std::shared_ptr<const Executable>> executables;
 };
 
+} // namespace
+
 /// Record the graph of `outs` (values of trace `trace` over `placeholders`).
-std::shared_ptr<Entry> extract_trace(const std::vector<Tensor>& placeholders,
-                                     const std::vector<Tensor>& outs, uint64_t trace,
-                                     const std::string& name) {
-  auto entry = std::make_shared<Entry>();
-  ir::Graph& g = entry->graph;
+TracedGraph extract_trace(const std::vector<Tensor>& placeholders, const std::vector<Tensor>& outs,
+                          uint64_t trace, const std::string& name) {
+  TracedGraph t;
+  ir::Graph& g = t.graph;
   g.name = name;
   std::unordered_map<const TensorImpl*, ir::NodeId> ids;
   for (std::size_t i = 0; i < placeholders.size(); ++i) {
@@ -59,8 +60,8 @@ std::shared_ptr<Entry> extract_trace(const std::vector<Tensor>& placeholders,
              "(it escaped its trace)",
              at_loc(impl->loc));
       if (impl->buffer) {
-        ids[impl] = g.param("c" + std::to_string(entry->captured.size()), impl->shape);
-        entry->captured.push_back(impl->buffer);
+        ids[impl] = g.param("c" + std::to_string(t.captured.size()), impl->shape);
+        t.captured.push_back(impl->buffer);
         stack.pop_back();
         continue;
       }
@@ -79,11 +80,22 @@ std::shared_ptr<Entry> extract_trace(const std::vector<Tensor>& placeholders,
   std::vector<ir::NodeId> out_ids;
   for (const Tensor& out : outs) out_ids.push_back(ids.at(out.impl().get()));
   g.set_outputs(std::move(out_ids));
-  entry->symbols = g.dynamic_symbols();
-  return entry;
+  return t;
 }
 
-} // namespace
+std::vector<Tensor> make_placeholders(std::span<const Shape> shapes, uint64_t trace) {
+  std::vector<Tensor> placeholders;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    auto p = std::make_shared<TensorImpl>();
+    p->shape = shapes[i];
+    p->op = ir::Op(ir::OpKind::Input, ir::LeafAttrs{"arg" + std::to_string(i)});
+    p->trace = trace;
+    p->arg = int32_t(i);
+    p->loc = Loc::current();
+    placeholders.emplace_back(std::move(p));
+  }
+  return placeholders;
+}
 
 struct JitCore::State {
   JitOptions options;
@@ -172,21 +184,16 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
       if (it == st.entries.end()) {
         auto t0 = Clock::now();
         TraceScope scope;
-        std::vector<Tensor> placeholders;
-        for (std::size_t i = 0; i < args.size(); ++i) {
-          auto p = std::make_shared<TensorImpl>();
-          p->shape = shapes[i];
-          p->op = ir::Op(ir::OpKind::Input, ir::LeafAttrs{"arg" + std::to_string(i)});
-          p->trace = scope.id();
-          p->arg = int32_t(i);
-          p->loc = Loc::current();
-          placeholders.emplace_back(std::move(p));
-        }
+        std::vector<Tensor> placeholders = make_placeholders(shapes, scope.id());
         std::vector<Tensor> outs = body(placeholders);
         for (std::size_t i = 0; i < outs.size(); ++i)
           check_defined(outs[i], "rlx::jit output " + std::to_string(i), Loc::current());
-        it = st.entries.emplace(key, extract_trace(placeholders, outs, scope.id(), st.options.name))
-                 .first;
+        auto e = std::make_shared<Entry>();
+        TracedGraph t = extract_trace(placeholders, outs, scope.id(), st.options.name);
+        e->graph = std::move(t.graph);
+        e->captured = std::move(t.captured);
+        e->symbols = e->graph.dynamic_symbols();
+        it = st.entries.emplace(key, std::move(e)).first;
         std::lock_guard slock(st.stats_mu);
         ++st.stats.traces;
         st.stats.trace_ms += ms_since(t0);

@@ -1,0 +1,210 @@
+// src/autodiff/jvp_rules.cpp -- the JVP table: one entry per differentiable op kind. Linear
+// kinds apply themselves to the tangents (the engine does that); the others have a rule that
+// appends the tangent of the node's value from its operands' tangents.
+#include "rules.hpp"
+
+#include <array>
+#include <limits>
+
+namespace rlx::autodiff {
+
+namespace {
+
+using Tans = std::span<const Grad>;
+
+NodeId in(const Node& n, std::size_t i) { return n.inputs[i]; }
+/// The tangent of operand i, zeros when it has none.
+NodeId tan_or_zero(Builder& b, const Node& n, Tans t, std::size_t i) {
+  return t[i] ? *t[i] : b.zeros(b.shape(in(n, i)));
+}
+/// Cast a tangent to the node's dtype (promotion) and broadcast it to the node's shape.
+NodeId fit(Builder& b, const Node& n, NodeId v) {
+  return b.expand_to(b.cast(v, n.shape.dtype()), n.shape);
+}
+
+Grad jvp_unary(Builder& b, const Node& n, Tans t) {
+  return fit(b, n, b.mul(*t[0], unary_derivative(b, n)));
+}
+
+Grad jvp_binary(Builder& b, const Node& n, Tans t) {
+  auto [pa, pb] = binary_partials(b, n);
+  Grad r;
+  if (t[0]) r = b.mul(*t[0], pa);
+  if (t[1]) r = b.add_opt(r, b.mul(*t[1], pb));
+  return fit(b, n, *r);
+}
+
+Grad jvp_cast(Builder& b, const Node& n, Tans t) { return b.cast(*t[0], n.shape.dtype()); }
+
+Grad jvp_where(Builder& b, const Node& n, Tans t) {
+  if (!t[1] && !t[2]) return std::nullopt;
+  return fit(b, n, b.where(in(n, 0), tan_or_zero(b, n, t, 1), tan_or_zero(b, n, t, 2)));
+}
+
+NodeId keep_dims(Builder& b, const Node& n, NodeId v) {
+  const auto& a = n.op.attrs<ir::ReduceAttrs>();
+  if (a.keep_dim) return v;
+  auto xs = b.sizes(in(n, 0));
+  int64_t r = int64_t(xs.size());
+  for (int64_t ax : a.axes) xs[std::size_t(norm_axis(ax, r))] = 1;
+  return b.reshape(v, Ints(xs.begin(), xs.end()));
+}
+
+Grad jvp_reduce_extremum(Builder& b, const Node& n, Tans t) { // mean of the tangents at ties
+  NodeId x = in(n, 0);
+  const auto& a = n.op.attrs<ir::ReduceAttrs>();
+  NodeId hit = b.where(b.bin(OpKind::Eq, x, keep_dims(b, n, n.id)), b.like(1, x), b.like(0, x));
+  NodeId num = b.sum(b.mul(hit, *t[0]), a.axes, a.keep_dim);
+  return b.div(num, b.sum(hit, a.axes, a.keep_dim));
+}
+
+Grad jvp_reduce_prod(Builder& b, const Node& n, Tans t) { // y * sum(t / x)
+  const auto& a = n.op.attrs<ir::ReduceAttrs>();
+  return b.mul(n.id, b.sum(b.div(*t[0], in(n, 0)), a.axes, a.keep_dim));
+}
+
+Grad jvp_softmax(Builder& b, const Node& n, Tans t) { // y (t - sum(t y))
+  int64_t axis = n.op.attrs<ir::AxisAttrs>().axis;
+  NodeId y = n.id;
+  return b.mul(y, b.sub(*t[0], b.sum(b.mul(*t[0], y), {axis}, true)));
+}
+
+Grad jvp_pad(Builder& b, const Node& n, Tans t) { // the fill value is a constant
+  ir::PadAttrs a = n.op.attrs<ir::PadAttrs>();
+  a.value = 0.0;
+  return b.op(ir::Op(OpKind::Pad, a), {*t[0]});
+}
+
+Grad jvp_gather(Builder& b, const Node& n, Tans t) {
+  if (!t[0]) return std::nullopt;
+  return b.op(n.op, {*t[0], in(n, 1)});
+}
+
+/// Bilinear ops (matmul, convolutions): op(ta, c) + op(a, tc).
+Grad jvp_bilinear(Builder& b, const Node& n, Tans t) {
+  Grad r;
+  if (t[0]) r = b.op(n.op, {*t[0], in(n, 1)});
+  if (t[1]) r = b.add_opt(r, b.op(n.op, {in(n, 0), *t[1]}));
+  return r;
+}
+
+Grad jvp_max_pool(Builder& b, const Node& n, Tans t) { // the tangent at the window's maximum
+  const auto& a = n.op.attrs<ir::Pool2dAttrs>();
+  NodeId x = in(n, 0);
+  auto xs = b.sizes(x), ys = b.sizes(n.id);
+  int64_t ch = xs[1], taps = a.kernel_size[0] * a.kernel_size[1];
+  Ints pads{0, 0, 0, 0, a.padding[0], a.padding[0], a.padding[1], a.padding[1]};
+  ir::Im2ColAttrs ia{a.kernel_size, a.stride, {0, 0}, {1, 1}};
+  auto cols = [&](NodeId v, double fill) {
+    NodeId p = b.op(ir::Op(OpKind::Pad, ir::PadAttrs{pads, ir::PadMode::Constant, fill}), {v});
+    return b.reshape(b.op(ir::Op(OpKind::Im2Col, ia), {p}), {-1, ch, taps});
+  };
+  NodeId y = b.reshape(b.transpose(n.id, {0, 2, 3, 1}), {-1, ch, 1});
+  NodeId hit = b.where(b.bin(OpKind::Eq, cols(x, -std::numeric_limits<double>::infinity()), y),
+                       b.like(1, x), b.like(0, x));
+  NodeId v = b.div(b.sum(b.mul(hit, cols(*t[0], 0.0)), {2}, false), b.sum(hit, {2}, false));
+  return b.transpose(b.reshape(v, {ys[0], ys[2], ys[3], ch}), {0, 3, 1, 2});
+}
+
+constexpr RuleKind kRule = RuleKind::Rule;
+constexpr RuleKind kLinear = RuleKind::Linear;
+constexpr RuleKind kDecompose = RuleKind::Decompose;
+
+constexpr JvpEntry kJvp[] = {
+    {OpKind::Relu, kRule, jvp_unary},
+    {OpKind::Gelu, kRule, jvp_unary},
+    {OpKind::GeluApprox, kRule, jvp_unary},
+    {OpKind::Silu, kRule, jvp_unary},
+    {OpKind::Sigmoid, kRule, jvp_unary},
+    {OpKind::Tanh, kRule, jvp_unary},
+    {OpKind::Exp, kRule, jvp_unary},
+    {OpKind::Log, kRule, jvp_unary},
+    {OpKind::Sqrt, kRule, jvp_unary},
+    {OpKind::Rsqrt, kRule, jvp_unary},
+    {OpKind::Neg, kLinear, nullptr},
+    {OpKind::Abs, kRule, jvp_unary},
+    {OpKind::Sin, kRule, jvp_unary},
+    {OpKind::Cos, kRule, jvp_unary},
+    {OpKind::Tan, kRule, jvp_unary},
+    {OpKind::Atan, kRule, jvp_unary},
+    {OpKind::Round, RuleKind::ZeroGrad, nullptr},
+    {OpKind::Floor, RuleKind::ZeroGrad, nullptr},
+    {OpKind::Ceil, RuleKind::ZeroGrad, nullptr},
+    {OpKind::Sign, RuleKind::ZeroGrad, nullptr},
+    {OpKind::Recip, kRule, jvp_unary},
+    {OpKind::Erf, kRule, jvp_unary},
+    {OpKind::Softplus, kRule, jvp_unary},
+    {OpKind::LeakyRelu, kRule, jvp_unary},
+    {OpKind::Elu, kRule, jvp_unary},
+    {OpKind::HardSwish, kRule, jvp_unary},
+    {OpKind::HardSigmoid, kRule, jvp_unary},
+    {OpKind::Mish, kRule, jvp_unary},
+    {OpKind::Softsign, kRule, jvp_unary},
+    {OpKind::LogSigmoid, kRule, jvp_unary},
+    {OpKind::StopGradient, RuleKind::NoGradient, nullptr},
+    {OpKind::Cast, kRule, jvp_cast},
+    {OpKind::Clamp, kRule, jvp_unary},
+    {OpKind::Add, kRule, jvp_binary},
+    {OpKind::Sub, kRule, jvp_binary},
+    {OpKind::Mul, kRule, jvp_binary},
+    {OpKind::Div, kRule, jvp_binary},
+    {OpKind::Pow, kRule, jvp_binary},
+    {OpKind::Max, kRule, jvp_binary},
+    {OpKind::Min, kRule, jvp_binary},
+    {OpKind::Mod, kRule, jvp_binary},
+    {OpKind::Where, kRule, jvp_where},
+    {OpKind::ReduceSum, kLinear, nullptr},
+    {OpKind::ReduceMean, kLinear, nullptr},
+    {OpKind::ReduceMax, kRule, jvp_reduce_extremum},
+    {OpKind::ReduceMin, kRule, jvp_reduce_extremum},
+    {OpKind::ReduceProd, kRule, jvp_reduce_prod},
+    {OpKind::Cumsum, kLinear, nullptr},
+    {OpKind::Softmax, kRule, jvp_softmax},
+    {OpKind::Reshape, kLinear, nullptr},
+    {OpKind::Transpose, kLinear, nullptr},
+    {OpKind::Narrow, kLinear, nullptr},
+    {OpKind::Slice, kLinear, nullptr},
+    {OpKind::Concat, kLinear, nullptr},
+    {OpKind::Expand, kLinear, nullptr},
+    {OpKind::Reverse, kLinear, nullptr},
+    {OpKind::Pad, kRule, jvp_pad},
+    {OpKind::Gather, kRule, jvp_gather},
+    {OpKind::MatMul, kRule, jvp_bilinear},
+    {OpKind::FusedMatMulBiasAct, kDecompose, nullptr},
+    {OpKind::FusedSwiGLU, kDecompose, nullptr},
+    {OpKind::LayerNorm, kDecompose, nullptr},
+    {OpKind::LayerNorm2d, kDecompose, nullptr},
+    {OpKind::GroupNorm, kDecompose, nullptr},
+    {OpKind::BatchNormInference, kDecompose, nullptr},
+    {OpKind::RmsNorm, kDecompose, nullptr},
+    {OpKind::FusedResidualLN, kDecompose, nullptr},
+    {OpKind::FusedResidualRmsNorm, kDecompose, nullptr},
+    {OpKind::Attention, kDecompose, nullptr},
+    {OpKind::Rope, kDecompose, nullptr},
+    {OpKind::AxialRope2d, kLinear, nullptr},
+    {OpKind::Conv2d, kRule, jvp_bilinear},
+    {OpKind::Im2Col, kLinear, nullptr},
+    {OpKind::ConvTranspose2d, kRule, jvp_bilinear},
+    {OpKind::Conv3d, kRule, jvp_bilinear},
+    {OpKind::ConvTranspose3d, kRule, jvp_bilinear},
+    {OpKind::ConvTranspose1d, kRule, jvp_bilinear},
+    {OpKind::MaxPool2d, kRule, jvp_max_pool},
+    {OpKind::AvgPool2d, kLinear, nullptr},
+};
+
+const std::array<const JvpEntry*, ir::kNumOps> kJvpIndex = [] {
+  std::array<const JvpEntry*, ir::kNumOps> idx{};
+  for (const JvpEntry& e : kJvp) idx[std::size_t(e.kind)] = &e;
+  return idx;
+}();
+
+} // namespace
+
+const JvpEntry* jvp_entry(OpKind k) { return kJvpIndex[std::size_t(k)]; }
+
+RuleKind jvp_rule_kind(OpKind k) {
+  const JvpEntry* e = jvp_entry(k);
+  return e ? e->how : RuleKind::None;
+}
+
+} // namespace rlx::autodiff

@@ -1,0 +1,74 @@
+// src/autodiff/rules.hpp -- the rule tables' types: one VJP entry and one JVP entry per
+// differentiable op kind (vjp_rules.cpp, jvp_rules.cpp), and the element-wise derivatives both
+// tables share (elementwise.cpp).
+#pragma once
+
+#include "builder.hpp"
+#include "rlx/autodiff.hpp"
+
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace rlx::autodiff {
+
+/// Reverse mode: the cotangents of n's operands (one per input; nullopt: none) given the
+/// cotangent dy of n's value. want[i] says whether operand i needs one (a rule may skip the
+/// others). Each returned cotangent has its operand's exact shape and dtype.
+using VjpFn = std::vector<Grad> (*)(Builder& b, const Node& n, NodeId dy,
+                                    std::span<const char> want);
+/// Forward mode: the tangent of n's value given its operands' tangents (nullopt: zero).
+using JvpFn = Grad (*)(Builder& b, const Node& n, std::span<const Grad> t);
+
+struct VjpEntry {
+  OpKind kind;
+  RuleKind how;
+  VjpFn fn; ///< null for Decompose, ZeroGrad and NoGradient
+};
+struct JvpEntry {
+  OpKind kind;
+  RuleKind how;
+  JvpFn fn; ///< null for Decompose, Linear, ZeroGrad and NoGradient
+};
+
+const VjpEntry* vjp_entry(OpKind k);
+const JvpEntry* jvp_entry(OpKind k);
+
+/// f'(x) of an element-wise unary op n (x = n.inputs[0], y = n.id), broadcastable to n's shape.
+NodeId unary_derivative(Builder& b, const Node& n);
+/// The partial derivatives of a binary op n with respect to each operand (broadcastable to n's
+/// shape).
+std::pair<NodeId, NodeId> binary_partials(Builder& b, const Node& n);
+
+/// The cotangent of operand `which` of op(operands) given the cotangent dy of its value: the op
+/// (or its decomposition) is appended and differentiated, the other operands held constant.
+NodeId vjp_of(ir::Graph& g, const ir::Op& op, std::span<const NodeId> operands, NodeId dy,
+              std::size_t which);
+
+// ---- Closed forms shared by the VJP table and the seed's explicit backward ops
+// (backward_ops.cpp).
+
+/// One-hot rows of integer or float-encoded indices (negative ones count from the end) against
+/// [0, size): [numel(indices), size] of dtype t.
+NodeId one_hot(Builder& b, NodeId indices, int64_t size, DType t);
+
+/// The scatter-add of dy into a table of sizes ts at `indices` along axis (gather's adjoint).
+NodeId gather_adjoint(Builder& b, NodeId dy, NodeId indices, const std::vector<int64_t>& ts,
+                      int64_t axis);
+
+struct ConvGeom {
+  Ints stride, padding, dilation;
+  int64_t groups = 1;
+};
+/// The transposed convolution of dy with w that gives back a tensor of x_shape (the adjoint of
+/// a 2-D or 3-D convolution in its input).
+NodeId conv_input_adjoint(Builder& b, NodeId dy, NodeId w, const std::vector<int64_t>& x_shape,
+                          const ConvGeom& c);
+/// d/dw of a 2-D or 3-D convolution of x with cotangent dy.
+NodeId conv_weight_adjoint(Builder& b, NodeId x, NodeId dy, const std::vector<int64_t>& w_shape,
+                           const ConvGeom& c);
+/// The cotangent of max_pool2d's input x given its output y and the output's cotangent dy.
+NodeId max_pool_adjoint(Builder& b, NodeId x, NodeId y, NodeId dy, ir::Ints2 k, ir::Ints2 stride,
+                        ir::Ints2 padding);
+
+} // namespace rlx::autodiff
