@@ -2,6 +2,7 @@
 #include "debug.hpp"
 #include "lower.hpp"
 #include "plan.hpp"
+#include "runtime/fftw_kernels.hpp"
 #include "runtime/jit_backend.hpp"
 #include "runtime/thread_pool.hpp"
 #include "llvm/session.hpp"
@@ -66,7 +67,8 @@ std::string plan_text(const ir::Graph& g, const Plan& plan, const std::vector<st
       s += "row kernel " + row_names[i] + ": " + ir::node_to_text(g, step.node) +
            (step.prologue ? " (operand 0 computed by " + names[step.kernel] + ")" : "") + "\n";
     else
-      s += "runtime " + ir::node_to_text(g, step.node) + "\n";
+      s += std::string(runtime::fftw_handles(g.node(step.node)) ? "fftw " : "runtime ") +
+           ir::node_to_text(g, step.node) + "\n";
   }
   return s;
 }
@@ -124,6 +126,9 @@ public:
         log_compile(g, logged, name, ms.count());
       }
     }
+    for (const Step& step : plan_.steps) // FFTW plans are made now, once per shape
+      if (step.kind == Step::Kind::Runtime && runtime::fftw_handles(g.node(step.node)))
+        runtime::fftw_prepare(g.node(step.node));
     description_ = plan_text(g, plan_, names, row_names, exe);
     if (debug.dump_lir) write_dump(debug, exe + ".lir.txt", description_);
     plan_releases();
@@ -142,7 +147,8 @@ public:
         const ir::Node& n = g.node(step.node);
         std::vector<const interp::Buffer*> ops;
         for (ir::NodeId in : n.inputs) ops.push_back(values[in.index]);
-        owned[n.id.index] = interp::eval_node_of_graph(n, ops);
+        owned[n.id.index] = runtime::fftw_handles(n) ? runtime::fftw_run(n, *ops[0])
+                                                     : interp::eval_node_of_graph(n, ops);
         values[n.id.index] = &owned[n.id.index];
         release(step_index, owned, values);
         continue;

@@ -969,12 +969,51 @@ std::vector<Case> runtime_error_cases() {
 }
 
 /// Every case of the op table (everything but the fixtures).
+// ---- Spectral: fft (FFTW on the JIT, our own double FFT in the interpreter), lfilter,
+// conjugate and complex_norm_sq.
+
+std::vector<Case> spectral_cases() {
+  std::vector<Case> cases;
+  const std::vector<Dims> shapes = {{2, 2}, {3, 14}, {2, 3, 34}, {1, 256}, {4, 2 * 45}};
+  for (DType t : {F32, F64})
+    add_case(cases, "fft " + dt(t) + " in every norm, forward and inverse", [&](Builder& b) {
+      for (const Dims& d : shapes)
+        for (ir::FftNorm norm : {ir::FftNorm::Backward, ir::FftNorm::Forward, ir::FftNorm::Ortho})
+          for (bool inv : {false, true})
+            b.out(b.op(Op(OpKind::Fft, ir::FftAttrs{inv, norm}),
+                       {b.in(d, t, {Fill::Uniform, -1, 1})}));
+    });
+  add_case(cases, "fft, conjugate and complex_norm_sq of c64", [&](Builder& b) {
+    for (const Dims& d : shapes) {
+      NodeId re = b.in(d, F32, {Fill::Uniform, -1, 1});
+      NodeId z = b.op(Op(OpKind::Cast, ir::CastAttrs{C64}), {re});
+      NodeId zz = b.op(Op(OpKind::Fft, ir::FftAttrs{false, ir::FftNorm::Backward}), {z});
+      b.out(zz);
+      b.out(b.op(Op(OpKind::Fft, ir::FftAttrs{true, ir::FftNorm::Ortho}), {zz}));
+      b.out(b.op(Op(OpKind::Conjugate), {zz}));
+      b.out(b.op(Op(OpKind::ComplexNormSq), {zz}));
+    }
+  });
+  for (DType t : {F32, F64})
+    add_case(cases, "lfilter " + dt(t) + " with and without an initial state", [&](Builder& b) {
+      NodeId x = b.in({2, 3, 50}, t, {Fill::Uniform, -1, 1});
+      NodeId bb = b.values({3}, t, {0.2, 0.3, -0.1});
+      NodeId a = b.values({3}, t, {1.0, -0.5, 0.25});
+      b.out(b.op(Op(OpKind::Lfilter), {x, bb, a}));
+      b.out(b.op(Op(OpKind::Lfilter), {x, bb, a, b.in({3, 2}, t, {Fill::Uniform, -1, 1})}));
+      b.out(b.op(Op(OpKind::Lfilter), {b.in({7}, t, {Fill::Uniform, -1, 1}),
+                                       b.values({1}, t, {2.0}), b.values({1}, t, {4.0})}));
+    });
+  return cases;
+}
+
 std::vector<Case> all_table_cases() {
   std::vector<Case> all;
-  for (auto f : {unary_cases, unary_edge_cases, int_unary_cases, binary_cases, binary_edge_cases,
-                 mixed_dtype_cases, where_cases, cast_cases, reduce_cases, arg_reduce_cases,
-                 scan_cases, movement_cases, matmul_cases, nn_cases, half_cases, narrow_int_cases,
-                 output_cases, zero_size_cases, runtime_error_cases})
+  for (auto f : {unary_cases,       unary_edge_cases,  int_unary_cases,     binary_cases,
+                 binary_edge_cases, mixed_dtype_cases, where_cases,         cast_cases,
+                 reduce_cases,      arg_reduce_cases,  scan_cases,          movement_cases,
+                 matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
+                 output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }
@@ -986,6 +1025,10 @@ TEST_CASE(
   std::vector<Case> cases = fixture_cases();
   REQUIRE(cases.size() >= 50);
   run_cases(cases);
+}
+
+TEST_CASE("backends: fft (FFTW on the JIT), lfilter and the complex helpers agree") {
+  run_cases(spectral_cases());
 }
 
 TEST_CASE("backends: element-wise unary ops agree on scalars, size-1 dims, odd and large shapes") {

@@ -627,4 +627,16 @@ Tensor axial_rope2d(const Tensor& x, int64_t end_x, int64_t end_y, int64_t head_
                     int64_t num_heads, double theta = 10000.0, int64_t repeat_factor = 1,
                     Loc loc = Loc::current());
 
+// ---- Spectral and signal processing (the Graph builders of rlx/ir/graph.hpp reach the rest
+// through rlx::apply)
+/// FFT along the last axis: f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved.
+Tensor fft(const Tensor& x, bool inverse = false, ir::FftNorm norm = ir::FftNorm::Backward,
+           Loc loc = Loc::current());
+/// scipy.signal.lfilter(b, a, x) along the last axis (1-D b and a, zero initial state).
+Tensor lfilter(const Tensor& x, const Tensor& b, const Tensor& a, Loc loc = Loc::current());
+/// Complex conjugate of a c64 tensor.
+Tensor conjugate(const Tensor& z, Loc loc = Loc::current());
+/// |z|^2 of a c64 tensor, as f32.
+Tensor complex_norm_sq(const Tensor& z, Loc loc = Loc::current());
+
 } // namespace rlx

@@ -77,6 +77,8 @@ bool has_kernel(ir::OpKind k) {
     return conv_pool_has(k);
   case ir::Family::Composite:
     return reduce_scan_has(k) || contract_has(k) || norm_has(k) || attention_has(k);
+  case ir::Family::Spectral:
+    return spectral_has(k);
   }
   return false;
 }
@@ -119,6 +121,8 @@ Buffer eval_node(const ir::Node& n, std::span<const Buffer* const> in) {
     if (contract_has(n.op.kind())) return eval_contract(n, in);
     if (norm_has(n.op.kind())) return eval_norm(n, in);
     return eval_attention(n, in);
+  case ir::Family::Spectral:
+    return eval_spectral(n, in);
   case ir::Family::Leaf:
     break;
   }

@@ -4,6 +4,8 @@
 #include "rlx/error.hpp"
 #include "rlx/ir/node.hpp"
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -319,6 +321,108 @@ public:
   /// Partial RoPE with an explicit pairing flavor.
   NodeId rope_n_styled(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, int64_t n_rot,
                        RopeStyle style, Loc loc = Loc::current());
+
+  // ---- Spectral and signal processing (src/ir/builders_spectral.cpp). Primitives: fft (last
+  // axis; f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved), lfilter,
+  // conjugate, complex_norm_sq; the rest are composites of them and core ops. Real signals are
+  // f32 or f64 with a static last axis; spectra come back as (re, im) pairs of that dtype.
+  // FftNorm: Backward is unnormalized both ways, Forward scales the inverse by 1/N (numpy's
+  // default), Ortho both by 1/sqrt(N).
+  /// One second-order section (b, a) = ([b0, b1, b2], [a0, a1, a2]), scipy's sos row.
+  using SosSection = std::pair<std::array<float, 3>, std::array<float, 3>>;
+  /// 1-D FFT along the last axis, unnormalized (FftNorm::Backward).
+  NodeId fft(NodeId x, bool inverse, Loc loc = Loc::current());
+  /// 1-D FFT along the last axis with a normalization mode.
+  NodeId fft_norm(NodeId x, bool inverse, FftNorm norm, Loc loc = Loc::current());
+  /// 1-D FFT along `axis` (transpose, fft, transpose back); f32/f64 only along the last axis.
+  NodeId fft_axis(NodeId x, int64_t axis, bool inverse, Loc loc = Loc::current());
+  /// FFT along each of `axes` in ascending order (empty: x itself); f32/f64 only the last axis.
+  NodeId fftn(NodeId x, std::vector<int64_t> axes, bool inverse, Loc loc = Loc::current());
+  /// fftn(x, axes, true).
+  NodeId ifftn(NodeId x, std::vector<int64_t> axes, Loc loc = Loc::current());
+  /// Zero-pad the last axis to the next power of two (x itself when it already is one).
+  NodeId pad_last_axis_to_pow2(NodeId x, Loc loc = Loc::current());
+  /// A 2N real-block spectrum [.., 2N] split into (re, im), each [.., N].
+  std::pair<NodeId, NodeId> split_spectrum(NodeId spectrum, Loc loc = Loc::current());
+  /// Full spectrum (re, im) of a real signal zero-padded to a power of two.
+  std::pair<NodeId, NodeId> fft_real(NodeId x, FftNorm norm, Loc loc = Loc::current());
+  /// fft_real; leading axes are independent batch rows.
+  std::pair<NodeId, NodeId> fft_batch_real(NodeId x, FftNorm norm, Loc loc = Loc::current());
+  /// Half spectrum (n_pad/2 + 1 bins) of a real signal zero-padded to n_pad = a power of two.
+  std::pair<NodeId, NodeId> rfft(NodeId x, FftNorm norm, Loc loc = Loc::current());
+  /// Half spectrum (n/2 + 1 bins) of the n-point real DFT (no padding; x's last axis is n).
+  std::pair<NodeId, NodeId> rfft_exact(NodeId x, int64_t n, FftNorm norm, Loc loc = Loc::current());
+  /// sqrt(re^2 + im^2) of rfft_exact.
+  NodeId rfft_exact_mag(NodeId x, int64_t n, FftNorm norm, Loc loc = Loc::current());
+  /// numpy's irfft(re + i im, n): the n-point real inverse from bins 0..n/2 (more bins are
+  /// ignored, fewer are zero-padded); the imaginary parts of DC and Nyquist do not matter.
+  NodeId irfft(NodeId re_half, NodeId im_half, int64_t n, FftNorm norm, Loc loc = Loc::current());
+  /// [.., T] -> [frames, .., 2 * half]: each frame of frame_len samples every hop, rfft'd (padded
+  /// to a power of two), re block then im block. frames = 1 + (T - frame_len) / hop.
+  NodeId stft(NodeId x, int64_t frame_len, int64_t hop, FftNorm norm, Loc loc = Loc::current());
+  /// Full linear convolution [.., len a + len b - 1] through rfft, product, irfft of length
+  /// n_fft, or the next power of two >= len a + len b - 1 when n_fft is smaller.
+  NodeId fft_conv1d(NodeId a, NodeId b, int64_t n_fft, FftNorm norm, Loc loc = Loc::current());
+  /// numpy.fft.fftfreq(n) as an f64 constant [n].
+  NodeId fftfreq_tensor(int64_t n, Loc loc = Loc::current());
+  /// numpy.fft.rfftfreq(n) as an f64 constant [n/2 + 1].
+  NodeId rfftfreq_tensor(int64_t n, Loc loc = Loc::current());
+  /// (re^2 + im^2) / N, N = the length of the last axis.
+  NodeId psd(NodeId re, NodeId im, Loc loc = Loc::current());
+  /// psd of rfft(x, norm).
+  NodeId psd_real(NodeId x, FftNorm norm, Loc loc = Loc::current());
+  /// Real part of the inverse FFT of re + i im along the last axis.
+  NodeId ifft_spectrum(NodeId re, NodeId im, FftNorm norm, Loc loc = Loc::current());
+  /// One radix-2 decimation-in-time stage on a 2N real-block state [.., 2 n_fft] (see
+  /// docs/spectral.md): stage 0 first permutes the state by `rev`; gate [n_fft/2] turns each
+  /// butterfly on (1) or passes its two values through (0); tw_re/tw_im [n_fft/2] are the
+  /// twiddles exp(-2 pi i k / n_fft).
+  NodeId fft_butterfly_stage(NodeId state, NodeId gate, NodeId rev, NodeId tw_re, NodeId tw_im,
+                             uint32_t stage, uint32_t n_fft, Loc loc = Loc::current());
+  /// Whisper-style log-mel: log10(max(filters @ |X[0 .. n_fft/2]|^2, 1e-10)) of a block
+  /// spectrum [.., 2 n_fft] with filters [n_mels, n_fft/2 + 1]; -> [.., n_mels].
+  NodeId log_mel(NodeId spectrum, NodeId filters, Loc loc = Loc::current());
+  /// Indices (f32) of the k largest bins of the power |X[0 .. n_fft/2]|^2 averaged over
+  /// n_segments consecutive rows: [batch * n_segments, 2 n_fft] -> [batch, k], largest first.
+  NodeId welch_peaks(NodeId spectrum, int64_t k, int64_t n_segments, Loc loc = Loc::current());
+  /// Windowed short-time spectrum [.., T] -> [frames, .., next_pow2(frame_len)/2 + 1]: |X|^2
+  /// (power) or |X|, then log(. + 1e-8) when `log`.
+  NodeId spectrogram(NodeId x, int64_t frame_len, int64_t hop, WindowKind window, bool power,
+                     bool log, Loc loc = Loc::current());
+  /// Unnormalized power |X|^2 of rfft(x) summed over the bins whose frequency k * sample_rate /
+  /// n_pad lies in each [lo, hi]: [.., T] -> [.., bands].
+  NodeId band_power(NodeId x, float sample_rate, std::span<const std::pair<float, float>> bands,
+                    Loc loc = Loc::current());
+  /// 0.5 * log(2 pi e * band_power + 1e-8).
+  NodeId differential_entropy(NodeId x, float sample_rate,
+                              std::span<const std::pair<float, float>> bands,
+                              Loc loc = Loc::current());
+  /// Analytic signal of the last axis (scipy.signal.hilbert): (x, H(x)).
+  std::pair<NodeId, NodeId> hilbert(NodeId x, Loc loc = Loc::current());
+  /// |x + i H(x)|.
+  NodeId envelope(NodeId x, Loc loc = Loc::current());
+  /// atan2(H(x), x) as 2 atan(H / (sqrt(x^2 + H^2) + x)).
+  NodeId instantaneous_phase(NodeId x, Loc loc = Loc::current());
+  /// scipy.signal.lfilter(b, a, x[, zi]) along the last axis (the primitive).
+  NodeId lfilter(NodeId x, NodeId b, NodeId a, std::optional<NodeId> zi = std::nullopt,
+                 Loc loc = Loc::current());
+  /// scipy.signal.filtfilt(taps, [1], x): odd extension by 3 len(taps) samples, steady-state
+  /// initial conditions, forward and backward passes.
+  NodeId fir_filtfilt(NodeId x, std::span<const float> taps, Loc loc = Loc::current());
+  /// One biquad section along the last axis (lfilter with b, a; normalized by a0).
+  NodeId biquad(NodeId x, std::array<float, 3> b, std::array<float, 3> a, Loc loc = Loc::current());
+  /// scipy.signal.sosfilt: the sections in series, zero initial state.
+  NodeId sosfilt(NodeId x, std::span<const SosSection> sections, Loc loc = Loc::current());
+  /// scipy.signal.sosfiltfilt (odd extension, steady-state initial conditions).
+  NodeId sosfiltfilt(NodeId x, std::span<const SosSection> sections, Loc loc = Loc::current());
+  /// scipy.signal.resample_poly(x, up, down, window=taps) along the last axis:
+  /// ceil(T * up / down) samples.
+  NodeId resample_poly(NodeId x, int64_t up, int64_t down, std::span<const float> taps,
+                       Loc loc = Loc::current());
+  /// Complex conjugate of a c64 tensor.
+  NodeId conjugate(NodeId z, Loc loc = Loc::current());
+  /// |z|^2 of a c64 tensor, as f32.
+  NodeId complex_norm_sq(NodeId z, Loc loc = Loc::current());
 
   /// Deep structural equality: name, nodes (op, attributes, inputs, shape, label) and outputs.
   friend bool operator==(const Graph& a, const Graph& b) {
