@@ -21,9 +21,13 @@ namespace rlx::jit {
 
 namespace {
 
-constexpr int64_t kKc = 256;            // depth block: a B panel is 256 x 32 floats = 32 KiB
-constexpr int64_t kMc = 24 * kGemmMr;   // row block: A is 336 x 256 floats = 336 KiB (L2)
-constexpr int64_t kNc = 64 * kGemmNr;   // column block: B is 256 x 2048 floats = 2 MiB
+constexpr int64_t kKc = 384;            // depth block: a B panel is 384 x 32 floats = 48 KiB
+constexpr int64_t kMc = 24 * kGemmMr;   // row block: A is 336 x 384 floats = 504 KiB (L2)
+constexpr int64_t kNc = 64 * kGemmNr;   // column block: B is 384 x 2048 floats = 3 MiB (L3)
+// Up to this many rows of A, a row-major B is read in place instead of packed: each B panel
+// serves few A panels, so packing (reading B, writing the copy, reading it again) costs more
+// than it saves. For the BERT projections (60 rows) B is 1.7 MiB, read once either way.
+constexpr int64_t kDirectBRows = 96;
 
 /// Packing buffers, one pair per thread, grown as needed (64-byte aligned).
 struct Scratch {
@@ -68,12 +72,12 @@ void pack_b(const float* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int6
   }
 }
 
-/// A rows [i0, i0 + mc), depth [p0, p0 + kc) into panels of kGemmMr rows: panel r at
+/// A rows [i0, i0 + mc), depth [p0, p0 + kc) into panels of mr rows: panel r at
 /// r * kc * kGemmMr, laid out [p][i] with as many rows as the panel has (no padding).
 void pack_a(const float* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
-            int64_t kc, float* dst) {
-  for (int64_t r = 0; r * kGemmMr < mc; ++r) {
-    int64_t i = i0 + r * kGemmMr, h = std::min<int64_t>(kGemmMr, i0 + mc - i);
+            int64_t kc, int64_t mr, float* dst) {
+  for (int64_t r = 0; r * mr < mc; ++r) {
+    int64_t i = i0 + r * mr, h = std::min<int64_t>(mr, i0 + mc - i);
     float* d = dst + r * kc * kGemmMr;
     if (cs == 1) {
       for (int64_t ii = 0; ii < h; ++ii) {
@@ -100,18 +104,13 @@ void apply_epilogue(GemmEpilogueFn fn, float* row, int64_t len) {
   if (whole < len) fn(bufs, whole, len);
 }
 
-struct Kernels {
-  MicroKernel k[kGemmMr + 1][3] = {};
-};
-
 /// One task: C rows [m0, m1), columns [n0, n1) of batch t.
-void run_block(const GemmCall& g, const Kernels& ks, int64_t t, int64_t m0, int64_t m1,
-               int64_t n0, int64_t n1) {
+void run_block(const GemmCall& g, int64_t t, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const float* a = g.a.p + (g.a_off ? g.a_off[t] : 0);
   const float* b = g.b.p + (g.b_off ? g.b_off[t] : 0);
   float* c = g.c + t * g.m * g.n;
   int64_t kc_max = std::min(kKc, std::max<int64_t>(g.k, 1));
-  // Equal depth blocks (K = 384 runs as 2 x 192, not 256 + 128).
+  // Equal depth blocks (K = 512 runs as 2 x 256, not 384 + 128).
   int64_t kblocks = (g.k + kc_max - 1) / kc_max;
   if (kblocks == 0) kblocks = 1;
   int64_t kc_even = (g.k + kblocks - 1) / kblocks;
@@ -119,6 +118,20 @@ void run_block(const GemmCall& g, const Kernels& ks, int64_t t, int64_t m0, int6
                             std::size_t(kc_even * ((std::min(kNc, n1 - n0) + kGemmNr - 1) /
                                                    kGemmNr * kGemmNr)));
   float* pa = Scratch::grow(scratch.a, scratch.a_len, std::size_t(kc_even * kMc));
+  // Panels of equal height (60 rows run as 5 x 12, not 4 x 14 + 4), in equal row blocks of
+  // whole panels (1024 rows as 4 x 266, not 3 x 336 + 16).
+  int64_t rows = m1 - m0, panels = (rows + kGemmMr - 1) / kGemmMr;
+  int64_t mr = (rows + panels - 1) / panels;
+  bool direct = g.b.cs == 1 && rows <= kDirectBRows;
+  MicroKernel kernels[2][3][3] = {}; // [full panel, last panel][vectors][GemmBMode]
+  for (int nv = 1; nv <= 2; ++nv)
+    for (GemmBMode mode : {GemmBMode::Packed, GemmBMode::Strided, GemmBMode::StridedMasked}) {
+      if (direct != (mode != GemmBMode::Packed)) continue;
+      kernels[0][nv][int(mode)] = gemm_micro_kernel(int(mr), nv, mode);
+      if (rows % mr) kernels[1][nv][int(mode)] = gemm_micro_kernel(int(rows % mr), nv, mode);
+    }
+  int64_t mblocks = (rows + kMc - 1) / kMc;
+  int64_t mc_even = ((rows + mblocks - 1) / mblocks + mr - 1) / mr * mr;
   MicroArgs args;
   args.ldc = g.n * int64_t(sizeof(float));
   for (int64_t jc = n0; jc < n1; jc += kNc) {
@@ -126,26 +139,30 @@ void run_block(const GemmCall& g, const Kernels& ks, int64_t t, int64_t m0, int6
     for (int64_t pc = 0, blk = 0; blk < kblocks; ++blk) {
       int64_t kc = std::min(kc_even, g.k - pc);
       bool last = blk + 1 == kblocks;
-      pack_b(b, g.b.rs, g.b.cs, pc, kc, jc, nc, pb);
-      for (int64_t ic = m0; ic < m1; ic += kMc) {
-        int64_t mc = std::min(kMc, m1 - ic);
-        pack_a(a, g.a.rs, g.a.cs, ic, mc, pc, kc, pa);
+      if (!direct) pack_b(b, g.b.rs, g.b.cs, pc, kc, jc, nc, pb);
+      for (int64_t ic = m0; ic < m1; ic += mc_even) {
+        int64_t mc = std::min(mc_even, m1 - ic);
+        pack_a(a, g.a.rs, g.a.cs, ic, mc, pc, kc, mr, pa);
         uint64_t flags = (blk ? kGemmAccumulate : 0) | (last && g.bias ? kGemmBias : 0) |
                          (last && g.relu ? kGemmRelu : 0);
         for (int64_t q = 0; q * kGemmNr < nc; ++q) {
           int64_t j = jc + q * kGemmNr, w = std::min<int64_t>(kGemmNr, jc + nc - j);
           int nv = w > 16 ? 2 : 1;
           int64_t lanes = w - 16 * (nv - 1);
-          args.b = pb + q * kc * kGemmNr;
+          GemmBMode mode = !direct      ? GemmBMode::Packed
+                           : lanes == 16 ? GemmBMode::Strided
+                                         : GemmBMode::StridedMasked;
+          args.b = direct ? b + pc * g.b.rs + j : pb + q * kc * kGemmNr;
+          args.ldb = g.b.rs * int64_t(sizeof(float));
           args.mask = lanes == 16 ? 0xffff : (uint64_t(1) << lanes) - 1;
           args.bias = g.bias ? g.bias + j : nullptr;
           args.flags = flags;
           args.k = kc;
-          for (int64_t r = 0; r * kGemmMr < mc; ++r) {
-            int64_t i = ic + r * kGemmMr, h = std::min<int64_t>(kGemmMr, ic + mc - i);
+          for (int64_t r = 0; r * mr < mc; ++r) {
+            int64_t i = ic + r * mr;
             args.a = pa + r * kc * kGemmMr;
             args.c = c + i * g.n + j;
-            ks.k[h][nv](&args);
+            kernels[i + mr > m1][nv][int(mode)](&args);
           }
         }
         if (last && g.epilogue)
@@ -160,11 +177,6 @@ void run_block(const GemmCall& g, const Kernels& ks, int64_t t, int64_t m0, int6
 
 void sgemm(const GemmCall& g, int threads) {
   if (g.batches <= 0 || g.m <= 0 || g.n <= 0) return;
-  Kernels ks;
-  for (int nv = 1; nv <= 2; ++nv) {
-    ks.k[kGemmMr][nv] = gemm_micro_kernel(kGemmMr, nv);
-    if (int64_t h = g.m % kGemmMr; h) ks.k[h][nv] = gemm_micro_kernel(int(h), nv);
-  }
   int64_t t = threads > 0 ? threads : num_threads();
   // Split the work into about `t` parts: whole batches first, then column stripes (whole
   // panels; each thread packs its own B and A), else row stripes (whole row panels).
@@ -187,7 +199,7 @@ void sgemm(const GemmCall& g, int threads) {
       int64_t n1 = std::min(g.n, n_panels * (pn + 1) / n_parts * kGemmNr);
       int64_t m0 = std::min(g.m, m_panels * pm / m_parts * kGemmMr);
       int64_t m1 = std::min(g.m, m_panels * (pm + 1) / m_parts * kGemmMr);
-      if (n0 < n1 && m0 < m1) run_block(g, ks, bt, m0, m1, n0, n1);
+      if (n0 < n1 && m0 < m1) run_block(g, bt, m0, m1, n0, n1);
     }
   };
   if (t <= 1 || tasks <= 1)

@@ -20,8 +20,9 @@ struct MicroArgs {
   float* c = nullptr;         ///< C tile, row i at c + i * ldc bytes
   int64_t ldc = 0;            ///< bytes between C rows
   const float* bias = nullptr; ///< per-column bias (kGemmBias), bias[j]
+  int64_t ldb = 0;            ///< GemmBMode::Strided*: bytes between B rows
   uint64_t flags = 0;         ///< kGemmAccumulate | kGemmBias | kGemmRelu
-  uint64_t mask = 0xffff;     ///< lanes of the last vector of each row that are stored
+  uint64_t mask = 0xffff;     ///< lanes of the last vector of each row stored (and loaded)
 };
 inline constexpr uint64_t kGemmAccumulate = 1; ///< C += A B (else C = A B)
 inline constexpr uint64_t kGemmBias = 2;       ///< then + bias (per column)
@@ -33,9 +34,14 @@ using MicroKernel = void (*)(const MicroArgs*);
 /// the runtime kernels.
 bool gemm_supported();
 
+/// How a micro-kernel reads B: a packed panel, or the row-major matrix itself (rows ldb bytes
+/// apart; when few rows of A share B, packing it costs more than it saves), its last vector
+/// under the mask when the panel is narrower than the tile (so nothing past B is read).
+enum class GemmBMode : uint8_t { Packed, Strided, StridedMasked };
+
 /// The micro-kernel for mr rows (1..kGemmMr) by `vectors` (1 or 2) 16-float vectors of columns,
 /// generated on first use and kept for the process.
-MicroKernel gemm_micro_kernel(int mr, int vectors);
+MicroKernel gemm_micro_kernel(int mr, int vectors, GemmBMode mode = GemmBMode::Packed);
 
 /// An operand as a strided matrix: element (i, j) of batch t at p[off[t] + i * rs + j * cs].
 struct GemmMatrix {

@@ -29,7 +29,7 @@ asmjit::JitRuntime& runtime() {
   return rt;
 }
 
-MicroKernel generate(int mr, int nv) {
+MicroKernel generate(int mr, int nv, GemmBMode mode) {
   CodeHolder code;
   code.init(runtime().environment());
   x86::Assembler as(&code);
@@ -46,14 +46,43 @@ MicroKernel generate(int mr, int nv) {
   };
   auto areg = [&](int i) { return x86::zmm(30 + (i & 1)); };
   const int a_step = mr * 4, b_step = nv * 64;
+  const bool strided = mode != GemmBMode::Packed, masked = mode == GemmBMode::StridedMasked;
+  const x86::Gp ldb = x86::r11, ldb3 = x86::r9; // strided B: bytes per row, three rows
+  const x86::KReg mask = x86::k1;
 
+  // Fetch the C tile while the depth loop runs (it is read, or written, at the end).
+  as.mov(pc, ptr(args, offsetof(MicroArgs, c)));
+  as.mov(ldc, ptr(args, offsetof(MicroArgs, ldc)));
+  as.mov(row, pc);
+  for (int i = 0; i < mr; ++i) {
+    for (int v = 0; v < nv; ++v) as.prefetcht0(ptr(row, v * 64));
+    if (i + 1 < mr) as.add(row, ldc);
+  }
   as.mov(kk, ptr(args, offsetof(MicroArgs, k)));
   as.mov(pa, ptr(args, offsetof(MicroArgs, a)));
   as.mov(pb, ptr(args, offsetof(MicroArgs, b)));
+  as.kmovw(mask, x86::word_ptr(args, offsetof(MicroArgs, mask)));
+  if (strided) {
+    as.mov(ldb, ptr(args, offsetof(MicroArgs, ldb)));
+    as.lea(ldb3, ptr(ldb, ldb, 1));
+  }
   for (int i = 0; i < acc_count; ++i) as.vxorps(x86::zmm(i), x86::zmm(i), x86::zmm(i));
 
+  // Row u of the B panel: packed rows are b_step bytes apart, strided ones ldb.
+  auto b_row = [&](int u, int v) {
+    if (!strided) return ptr(pb, u * b_step + v * 64);
+    if (u == 0) return ptr(pb, v * 64);
+    if (u == 1) return ptr(pb, ldb, 0, v * 64);
+    if (u == 2) return ptr(pb, ldb, 1, v * 64);
+    return ptr(pb, ldb3, 0, v * 64);
+  };
   auto step = [&](int u) { // one depth step at offset u steps from pa / pb
-    for (int v = 0; v < nv; ++v) as.vmovups(breg(u, v), ptr(pb, u * b_step + v * 64));
+    for (int v = 0; v < nv; ++v) {
+      if (masked && v + 1 == nv)
+        as.k(mask).z().vmovups(breg(u, v), b_row(u, v));
+      else
+        as.vmovups(breg(u, v), b_row(u, v));
+    }
     for (int i = 0; i < mr; ++i) {
       as.vbroadcastss(areg(i), x86::dword_ptr(pa, u * a_step + i * 4));
       for (int v = 0; v < nv; ++v) as.vfmadd231ps(acc(i, v), breg(u, v), areg(i));
@@ -70,7 +99,10 @@ MicroKernel generate(int mr, int nv) {
   as.prefetcht0(ptr(pa, 4 * a_step + 256));
   for (int u = 0; u < 4; ++u) step(u);
   as.add(pa, 4 * a_step);
-  as.add(pb, 4 * b_step);
+  if (strided)
+    as.lea(pb, ptr(pb, ldb, 2));
+  else
+    as.add(pb, 4 * b_step);
   as.dec(unrolled);
   as.jnz(main_loop);
   as.bind(tail);
@@ -79,16 +111,15 @@ MicroKernel generate(int mr, int nv) {
   as.bind(tail_loop);
   step(0);
   as.add(pa, a_step);
-  as.add(pb, b_step);
+  if (strided)
+    as.add(pb, ldb);
+  else
+    as.add(pb, b_step);
   as.dec(kk);
   as.jnz(tail_loop);
 
   as.bind(store);
-  const x86::KReg mask = x86::k1;
-  as.kmovw(mask, x86::word_ptr(args, offsetof(MicroArgs, mask)));
   as.mov(flags, ptr(args, offsetof(MicroArgs, flags)));
-  as.mov(pc, ptr(args, offsetof(MicroArgs, c)));
-  as.mov(ldc, ptr(args, offsetof(MicroArgs, ldc)));
   const x86::Zmm tmp = x86::zmm30, zero = x86::zmm31;
   // C += tile
   Label no_acc = as.newLabel(), no_bias = as.newLabel(), no_relu = as.newLabel();
@@ -152,17 +183,19 @@ bool gemm_supported() {
   return ok;
 }
 
-MicroKernel gemm_micro_kernel(int mr, int vectors) {
+MicroKernel gemm_micro_kernel(int mr, int vectors, GemmBMode mode) {
   if (mr < 1 || mr > kGemmMr || vectors < 1 || vectors > kGemmNr / 16)
     fail(ErrorKind::Runtime, "gemm: no micro-kernel for ", mr, " rows and ", vectors,
          " vectors");
   if (!gemm_supported())
     fail(ErrorKind::Unsupported, "gemm: this host has no AVX-512F");
   static std::mutex m;
-  static std::array<MicroKernel, kGemmMr * (kGemmNr / 16)> cache{};
+  constexpr int kModes = 3;
+  static std::array<MicroKernel, kGemmMr * (kGemmNr / 16) * kModes> cache{};
   std::lock_guard lock(m);
-  MicroKernel& fn = cache[std::size_t((mr - 1) * (kGemmNr / 16) + vectors - 1)];
-  if (!fn) fn = generate(mr, vectors);
+  MicroKernel& fn =
+      cache[std::size_t(((mr - 1) * (kGemmNr / 16) + vectors - 1) * kModes + int(mode))];
+  if (!fn) fn = generate(mr, vectors, mode);
   return fn;
 }
 
