@@ -31,7 +31,7 @@ struct Shape3 {
 };
 
 std::vector<float> make_input(int64_t n, uint64_t seed) {
-  std::vector<float> x(std::size_t(n));
+  std::vector<float> x(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     uint64_t k = ((uint64_t(i) + seed * 7919) * 2654435761ull) % 4294967296ull;
     x[std::size_t(i)] = float(-1.0 + 2.0 * double(k) / 4294967296.0);
