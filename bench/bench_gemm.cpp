@@ -72,8 +72,7 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
   Eigen::Map<const RowMajor> ea(a.data(), s.m, s.k), eb(b.data(), s.k, s.n);
   Eigen::Map<RowMajor> ec(c_eigen.data(), s.m, s.n);
   std::vector<Peer> peers;
-  peers.push_back({"rlx", [&] { bench::clobber(exe->run(leaves)[0].bytes().data()); }, nullptr,
-                   2});
+  peers.push_back({"rlx", [&] { bench::clobber(exe->run(leaves)[0].bytes().data()); }, nullptr, 2});
   peers.push_back({"OpenBLAS cblas_sgemm",
                    [&] {
                      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n),
@@ -89,8 +88,8 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
     libxsmm_smmfunction fn =
         libxsmm_smmdispatch(m, n, k, &m, &k, &m, &alpha, &beta, nullptr, nullptr);
     if (fn)
-      peers.push_back({"libxsmm", [&, fn] { fn(b.data(), a.data(), c_xsmm.data()); },
-                       c_xsmm.data(), 1});
+      peers.push_back(
+          {"libxsmm", [&, fn] { fn(b.data(), a.data(), c_xsmm.data()); }, c_xsmm.data(), 1});
     else
       bench::emit_note(table, "libxsmm: no kernel for " + std::to_string(s.m));
   }
@@ -103,8 +102,8 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
       if (threads > p.max_threads) continue;
       p.call();
       if (p.out && !close(want, p.out, s.k)) {
-        std::fprintf(stderr, "bench_gemm: %s differs from rlx at %lldx%lldx%lld\n",
-                     p.name.c_str(), (long long)s.m, (long long)s.n, (long long)s.k);
+        std::fprintf(stderr, "bench_gemm: %s differs from rlx at %lldx%lldx%lld\n", p.name.c_str(),
+                     (long long)s.m, (long long)s.n, (long long)s.k);
         ok = false;
         continue;
       }

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 
 namespace rlx::jit {
 
@@ -272,7 +272,7 @@ private:
   }
 
   std::vector<std::vector<uint32_t>> releases_;
-  std::vector<NativeKernel> row_kernels_; ///< per step index, for Row steps
+  std::vector<NativeKernel> row_kernels_;        ///< per step index, for Row steps
   std::vector<std::unique_ptr<GemmStep>> gemms_; ///< per step index, for Gemm steps
   ir::Graph graph_;
   Plan plan_;

@@ -21,9 +21,9 @@ namespace rlx::jit {
 
 namespace {
 
-constexpr int64_t kKc = 384;            // depth block: a B panel is 384 x 32 floats = 48 KiB
-constexpr int64_t kMc = 24 * kGemmMr;   // row block: A is 336 x 384 floats = 504 KiB (L2)
-constexpr int64_t kNc = 64 * kGemmNr;   // column block: B is 384 x 2048 floats = 3 MiB (L3)
+constexpr int64_t kKc = 384;          // depth block: a B panel is 384 x 32 floats = 48 KiB
+constexpr int64_t kMc = 24 * kGemmMr; // row block: A is 336 x 384 floats = 504 KiB (L2)
+constexpr int64_t kNc = 64 * kGemmNr; // column block: B is 384 x 2048 floats = 3 MiB (L3)
 // Up to this many rows of A, a row-major B is read in place instead of packed: each B panel
 // serves few A panels, so packing (reading B, writing the copy, reading it again) costs more
 // than it saves. For the BERT projections (60 rows) B is 1.7 MiB, read once either way.
@@ -50,8 +50,8 @@ thread_local Scratch scratch;
 
 /// B rows [p0, p0 + kc), columns [j0, j0 + nc) into panels of kGemmNr columns: panel q at
 /// q * kc * kGemmNr, laid out [p][j] with 16 or 32 columns (the last panel's zero-padded width).
-void pack_b(const float* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0,
-            int64_t nc, float* dst) {
+void pack_b(const float* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            float* dst) {
   for (int64_t q = 0; q * kGemmNr < nc; ++q) {
     int64_t j = j0 + q * kGemmNr, w = std::min<int64_t>(kGemmNr, j0 + nc - j);
     int64_t width = w > 16 ? 32 : 16;
@@ -74,8 +74,8 @@ void pack_b(const float* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int6
 
 /// A rows [i0, i0 + mc), depth [p0, p0 + kc) into panels of mr rows: panel r at
 /// r * kc * kGemmMr, laid out [p][i] with as many rows as the panel has (no padding).
-void pack_a(const float* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
-            int64_t kc, int64_t mr, float* dst) {
+void pack_a(const float* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            int64_t mr, float* dst) {
   for (int64_t r = 0; r * mr < mc; ++r) {
     int64_t i = i0 + r * mr, h = std::min<int64_t>(mr, i0 + mc - i);
     float* d = dst + r * kc * kGemmMr;
@@ -114,9 +114,9 @@ void run_block(const GemmCall& g, int64_t t, int64_t m0, int64_t m1, int64_t n0,
   int64_t kblocks = (g.k + kc_max - 1) / kc_max;
   if (kblocks == 0) kblocks = 1;
   int64_t kc_even = (g.k + kblocks - 1) / kblocks;
-  float* pb = Scratch::grow(scratch.b, scratch.b_len,
-                            std::size_t(kc_even * ((std::min(kNc, n1 - n0) + kGemmNr - 1) /
-                                                   kGemmNr * kGemmNr)));
+  float* pb = Scratch::grow(
+      scratch.b, scratch.b_len,
+      std::size_t(kc_even * ((std::min(kNc, n1 - n0) + kGemmNr - 1) / kGemmNr * kGemmNr)));
   float* pa = Scratch::grow(scratch.a, scratch.a_len, std::size_t(kc_even * kMc));
   // Panels of equal height (60 rows run as 5 x 12, not 4 x 14 + 4), in equal row blocks of
   // whole panels (1024 rows as 4 x 266, not 3 x 336 + 16).
@@ -149,7 +149,7 @@ void run_block(const GemmCall& g, int64_t t, int64_t m0, int64_t m1, int64_t n0,
           int64_t j = jc + q * kGemmNr, w = std::min<int64_t>(kGemmNr, jc + nc - j);
           int nv = w > 16 ? 2 : 1;
           int64_t lanes = w - 16 * (nv - 1);
-          GemmBMode mode = !direct      ? GemmBMode::Packed
+          GemmBMode mode = !direct       ? GemmBMode::Packed
                            : lanes == 16 ? GemmBMode::Strided
                                          : GemmBMode::StridedMasked;
           args.b = direct ? b + pc * g.b.rs + j : pb + q * kc * kGemmNr;

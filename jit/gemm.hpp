@@ -14,15 +14,15 @@ inline constexpr int kGemmNr = 32;
 
 /// What a micro-kernel reads and does (the generated code loads these fields; keep the layout).
 struct MicroArgs {
-  int64_t k = 0;              ///< depth: packed A holds k steps of mr floats, packed B of nr
-  const float* a = nullptr;   ///< packed A panel: a[p * mr + i]
-  const float* b = nullptr;   ///< packed B panel: b[p * nr + j] (nr = 16 * vectors)
-  float* c = nullptr;         ///< C tile, row i at c + i * ldc bytes
-  int64_t ldc = 0;            ///< bytes between C rows
+  int64_t k = 0;               ///< depth: packed A holds k steps of mr floats, packed B of nr
+  const float* a = nullptr;    ///< packed A panel: a[p * mr + i]
+  const float* b = nullptr;    ///< packed B panel: b[p * nr + j] (nr = 16 * vectors)
+  float* c = nullptr;          ///< C tile, row i at c + i * ldc bytes
+  int64_t ldc = 0;             ///< bytes between C rows
   const float* bias = nullptr; ///< per-column bias (kGemmBias), bias[j]
-  int64_t ldb = 0;            ///< GemmBMode::Strided*: bytes between B rows
-  uint64_t flags = 0;         ///< kGemmAccumulate | kGemmBias | kGemmRelu
-  uint64_t mask = 0xffff;     ///< lanes of the last vector of each row stored (and loaded)
+  int64_t ldb = 0;             ///< GemmBMode::Strided*: bytes between B rows
+  uint64_t flags = 0;          ///< kGemmAccumulate | kGemmBias | kGemmRelu
+  uint64_t mask = 0xffff;      ///< lanes of the last vector of each row stored (and loaded)
 };
 inline constexpr uint64_t kGemmAccumulate = 1; ///< C += A B (else C = A B)
 inline constexpr uint64_t kGemmBias = 2;       ///< then + bias (per column)

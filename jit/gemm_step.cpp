@@ -100,7 +100,8 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& na
   c.n = bs.size() >= 2 ? bs.back() : 1;
   // Element (i, q) of A: row-major [m, k], or its transpose's operand [k, m].
   c.a = {nullptr, ta ? 1 : c.k, ta ? c.m : 1};
-  c.b = bs.size() == 1 ? GemmMatrix{nullptr, 1, 1} : GemmMatrix{nullptr, tb ? 1 : c.n, tb ? c.k : 1};
+  c.b =
+      bs.size() == 1 ? GemmMatrix{nullptr, 1, 1} : GemmMatrix{nullptr, tb ? 1 : c.n, tb ? c.k : 1};
   // Batch offsets: the output's batch index broadcast back onto each operand's batch dims.
   std::vector<int64_t> os = n.shape.sizes();
   std::size_t out_batch_rank = os.size() - (as.size() >= 2) - (bs.size() >= 2);

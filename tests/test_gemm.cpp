@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -236,12 +236,12 @@ TEST_CASE("the JIT runs f32 matmul as a GEMM step, batched and broadcast, like t
     return magnitude ? g.mm(abs_of(g, x[0]), abs_of(g, x[1])) : g.mm(x[0], x[1]);
   };
   for (auto shapes : std::vector<std::vector<std::vector<int64_t>>>{
-           {{2, 15, 40}, {40, 50}},        // batches sharing B
-           {{2, 3, 7, 9}, {3, 9, 11}},     // broadcast batch dims
-           {{1, 5, 19}, {4, 19, 33}},      // broadcast A
-           {{23}, {23, 17}},               // a vector times a matrix
-           {{6, 23}, {23}},                // a matrix times a vector
-           {{61, 384}, {384, 129}}}) {     // several depth blocks
+           {{2, 15, 40}, {40, 50}},    // batches sharing B
+           {{2, 3, 7, 9}, {3, 9, 11}}, // broadcast batch dims
+           {{1, 5, 19}, {4, 19, 33}},  // broadcast A
+           {{23}, {23, 17}},           // a vector times a matrix
+           {{6, 23}, {23}},            // a matrix times a vector
+           {{61, 384}, {384, 129}}}) { // several depth blocks
     INFO(shapes[0].size() << "-d lhs, " << shapes[1].size() << "-d rhs");
     int64_t k = shapes[0].back();
     std::string plan = jit_matches_interpreter(shapes, k, mm);

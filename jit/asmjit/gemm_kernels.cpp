@@ -185,13 +185,11 @@ bool gemm_supported() {
 
 MicroKernel gemm_micro_kernel(int mr, int vectors, GemmBMode mode) {
   if (mr < 1 || mr > kGemmMr || vectors < 1 || vectors > kGemmNr / 16)
-    fail(ErrorKind::Runtime, "gemm: no micro-kernel for ", mr, " rows and ", vectors,
-         " vectors");
-  if (!gemm_supported())
-    fail(ErrorKind::Unsupported, "gemm: this host has no AVX-512F");
+    fail(ErrorKind::Runtime, "gemm: no micro-kernel for ", mr, " rows and ", vectors, " vectors");
+  if (!gemm_supported()) fail(ErrorKind::Unsupported, "gemm: this host has no AVX-512F");
   static std::mutex m;
   constexpr int kModes = 3;
-  static std::array<MicroKernel, kGemmMr * (kGemmNr / 16) * kModes> cache{};
+  static std::array<MicroKernel, kGemmMr*(kGemmNr / 16) * kModes> cache{};
   std::lock_guard lock(m);
   MicroKernel& fn =
       cache[std::size_t(((mr - 1) * (kGemmNr / 16) + vectors - 1) * kModes + int(mode))];
