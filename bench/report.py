@@ -118,6 +118,48 @@ def targets(tables):
                        + ("met" if over <= 0.5e-6 else "NOT met")
                        + f" ({fmt_time(over)} = {fmt_time(jit['median'])} per call "
                        f"- {fmt_time(loop['median'])} of work)")
+    gemm = tables.get("gemm", [])
+    blas = "OpenBLAS cblas_sgemm"
+    for t, lo in ((1, 256), (2, 512)):
+        for n in sorted({r["size"] for r in gemm if r["size"] >= lo}):
+            rlx, ob = find(gemm, "rlx", t, n), find(gemm, blas, t, n)
+            if rlx and ob:
+                q = rlx["median"] / ob["median"]
+                out.append(f"GEMM {t} thread{'s' if t > 1 else ''}, n={n}: rlx ≥ OpenBLAS: "
+                           + ("met" if q <= 1 else "NOT met")
+                           + f" (rlx {fmt_time(rlx['median'])}, OpenBLAS "
+                           f"{fmt_time(ob['median'])}: rlx takes {q:.3g}× OpenBLAS's time)")
+    for n in (16, 32, 64):
+        rlx, xs = find(gemm, "rlx", 1, n), find(gemm, "libxsmm", 1, n)
+        if rlx and xs:
+            q = xs["median"] / rlx["median"]
+            out.append(f"GEMM 1 thread, n={n}: rlx ≥ 0.9× libxsmm: "
+                       + ("met" if q >= 0.9 else "NOT met")
+                       + f" (rlx {fmt_time(rlx['median'])}, libxsmm {fmt_time(xs['median'])}: "
+                       f"{q:.3g}× libxsmm's speed)")
+    rates = tables.get("gemm GFLOP/s", [])
+    for n in (1152, 1536):
+        r = find(rates, "rlx (BERT)", 1, n)
+        if r:
+            out.append(f"GEMM 1 thread, 60x384 @ 384x{n}: ≥ 180 GFLOP/s: "
+                       + ("met" if r["median"] >= 180 else "NOT met")
+                       + f" (median {r['median']:.4g}, best {r['max']:.4g} GFLOP/s)")
+    bert = tables.get("bert layer", [])
+    goals = {(1, 60): 1.2e-3, (2, 60): 0.8e-3, (1, 1024): 75e-3, (2, 1024): 38e-3}
+    for (t, n), goal in goals.items():
+        rlx = find(bert, "rlx", t, n)
+        if not rlx:
+            continue
+        out.append(f"BERT layer, size {n}, {t} thread{'s' if t > 1 else ''}: ≤ "
+                   f"{fmt_time(goal)}: " + ("met" if rlx["median"] <= goal else "NOT met")
+                   + f" ({fmt_time(rlx['median'])})")
+        for peer in ("PyTorch eager", "PyTorch jit.trace+freeze"):
+            p = find(bert, peer, t, n)
+            if p:
+                q = rlx["median"] / p["median"]
+                out.append(f"BERT layer, size {n}, {t} thread{'s' if t > 1 else ''}: rlx faster "
+                           f"than {peer}: " + ("met" if q < 1 else "NOT met")
+                           + f" (rlx takes {q:.3g}× its time)")
     return out
 
 
@@ -128,8 +170,8 @@ def main():
     tables, notes, order = load(sys.argv[1])
     if len(sys.argv) > 2:
         print(f"reproduce with: {sys.argv[2]}")
-    first = ["machine", "memory", "compute: peak FMA", "elementwise", "compile",
-             "call overhead"]
+    first = ["machine", "memory", "compute: peak FMA", "elementwise", "gemm",
+             "gemm: BERT shapes", "gemm GFLOP/s", "bert layer", "compile", "call overhead"]
     names = [t for t in first if t in tables] + [t for t in tables if t not in first]
     for name in names:
         print_table(name, tables[name], notes.get(name, []), order.get(name, {}))

@@ -1,5 +1,6 @@
 // jit/executable.cpp -- the JIT's Executable: native kernels and runtime steps in plan order.
 #include "debug.hpp"
+#include "gemm_step.hpp"
 #include "lower.hpp"
 #include "plan.hpp"
 #include "runtime/fftw_kernels.hpp"
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 namespace rlx::jit {
 
@@ -63,6 +65,8 @@ std::string plan_text(const ir::Graph& g, const Plan& plan, const std::vector<st
     s += "  " + std::to_string(i) + ": ";
     if (step.kind == Step::Kind::Native)
       s += "kernel " + names[step.kernel] + "\n";
+    else if (step.kind == Step::Kind::Gemm)
+      s += "gemm " + ir::node_to_text(g, step.node) + "\n";
     else if (step.kind == Step::Kind::Row)
       s += "row kernel " + row_names[i] + ": " + ir::node_to_text(g, step.node) +
            (step.prologue ? " (operand 0 computed by " + names[step.kernel] + ")" : "") + "\n";
@@ -109,9 +113,12 @@ public:
       if (debug.log_compile) log_compile(g, plan_.kernels[k], names.back(), ms.count());
     }
     row_kernels_.resize(plan_.steps.size());
+    gemms_.resize(plan_.steps.size());
     std::vector<std::string> row_names(plan_.steps.size());
     for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
+      if (step.kind == Step::Kind::Gemm)
+        gemms_[i] = std::make_unique<GemmStep>(lower_gemm(g, g.node(step.node), kernel_name()));
       if (step.kind != Step::Kind::Row) continue;
       std::string& name = row_names[i] = kernel_name();
       auto t0 = std::chrono::steady_clock::now();
@@ -150,6 +157,18 @@ public:
         owned[n.id.index] = runtime::fftw_handles(n) ? runtime::fftw_run(n, *ops[0])
                                                      : interp::eval_node_of_graph(n, ops);
         values[n.id.index] = &owned[n.id.index];
+        release(step_index, owned, values);
+        continue;
+      }
+      if (step.kind == Step::Kind::Gemm) {
+        const ir::Node& n = g.node(step.node);
+        owned[n.id.index] = interp::Buffer::uninitialized(n.shape);
+        values[n.id.index] = &owned[n.id.index];
+        args.clear();
+        for (ir::NodeId in : gemm_reads(g, n))
+          args.push_back(const_cast<std::byte*>(values[in.index]->bytes().data()));
+        args.push_back(owned[n.id.index].bytes().data());
+        gemms_[step_index]->run(args.data());
         release(step_index, owned, values);
         continue;
       }
@@ -242,6 +261,7 @@ private:
   /// The buffers a Row or Runtime step reads, in its kernel's argument order: the node's
   /// operands, the first one replaced by its prologue's operands when it has one.
   std::vector<ir::NodeId> row_reads(const Step& step) const {
+    if (step.kind == Step::Kind::Gemm) return gemm_reads(graph_, graph_.node(step.node));
     const std::vector<ir::NodeId>& in = graph_.node(step.node).inputs;
     if (!step.prologue) return in;
     std::vector<ir::NodeId> reads = plan_.kernels[step.kernel].buffers;
@@ -258,7 +278,8 @@ private:
   }
 
   std::vector<std::vector<uint32_t>> releases_;
-  std::vector<NativeKernel> row_kernels_; ///< per step index, for Row steps
+  std::vector<NativeKernel> row_kernels_;        ///< per step index, for Row steps
+  std::vector<std::unique_ptr<GemmStep>> gemms_; ///< per step index, for Gemm steps
   ir::Graph graph_;
   Plan plan_;
   std::vector<interp::Buffer> constants_;

@@ -1,6 +1,8 @@
 // jit/plan.cpp -- greedy fusion of element-wise nodes into kernels, in topological order.
 #include "plan.hpp"
 
+#include "gemm_step.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -13,6 +15,10 @@ bool is_reshape(const ir::Node& n) {
 }
 bool is_expand(const ir::Node& n) {
   return n.op.kind() == ir::OpKind::Expand && n.shape.is_static();
+}
+/// A transpose that Gemm steps may read through strides (jit/gemm_step.hpp).
+bool is_gemm_transpose(const ir::Graph& g, const ir::Node& n) {
+  return gemm_folds_transpose(g, n.id);
 }
 
 /// Where a kernel reads the value of node `id` from: reshapes are the same bytes in another
@@ -80,12 +86,17 @@ Plan make_plan(const ir::Graph& g) {
   // it is needed before its operands are marked.
   for (std::size_t i = g.len(); i-- > 0;) {
     const ir::Node& n = g.nodes()[i];
-    if ((is_reshape(n) || is_expand(n)) && !needed[i]) continue;
+    if ((is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n)) && !needed[i]) continue;
+    if (!lowers_natively(g, n) && lowers_as_gemm(g, n)) {
+      for (ir::NodeId in : gemm_reads(g, n)) needed[in.index] = 1;
+      continue;
+    }
     bool native = lowers_natively(g, n);
     for (ir::NodeId in : n.inputs) needed[(native ? resolve(g, in).buffer : in).index] = 1;
   }
+  // A transpose only Gemm steps read folds into their packing; it reads its operand.
   auto folded = [&](const ir::Node& n) {
-    return (is_reshape(n) || is_expand(n)) && !needed[n.id.index];
+    return (is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n)) && !needed[n.id.index];
   };
   // region[i]: kernel index of node i, or kNone; step_of[i]: step that produces node i (for a
   // folded node, the step producing the buffer it reads).
@@ -96,12 +107,15 @@ Plan make_plan(const ir::Graph& g) {
     // Fed, or computed when the executable is built: available before every step.
     if (k == ir::OpKind::Input || k == ir::OpKind::Param || k == ir::OpKind::Constant) continue;
     if (folded(n)) {
-      step_of[n.id.index] = step_of[resolve(g, n.id).buffer.index];
+      ir::NodeId from = is_gemm_transpose(g, n) ? n.inputs[0] : resolve(g, n.id).buffer;
+      step_of[n.id.index] = step_of[from.index];
       continue;
     }
     if (!lowers_natively(g, n)) {
       step_of[n.id.index] = plan.steps.size() + 1;
-      Step::Kind kind = lowers_as_row(g, n) ? Step::Kind::Row : Step::Kind::Runtime;
+      Step::Kind kind = lowers_as_row(g, n)    ? Step::Kind::Row
+                        : lowers_as_gemm(g, n) ? Step::Kind::Gemm
+                                               : Step::Kind::Runtime;
       plan.steps.push_back({kind, 0, n.id});
       continue;
     }

@@ -29,13 +29,14 @@ struct EwKernel {
 };
 
 /// One step of an executable, in order: a fused element-wise kernel, a row kernel (one
-/// reduction or softmax node over contiguous rows), or one node run by the runtime kernels (the
-/// interpreter's), so the JIT runs every graph the interpreter runs.
+/// reduction or softmax node over contiguous rows), a GEMM (an f32 matmul or
+/// fused_matmul_bias_act on the generated micro-kernels, jit/gemm_step.hpp), or one node run by
+/// the runtime kernels (the interpreter's), so the JIT runs every graph the interpreter runs.
 struct Step {
-  enum class Kind : uint8_t { Native, Row, Runtime };
+  enum class Kind : uint8_t { Native, Row, Gemm, Runtime };
   Kind kind;
   std::size_t kernel = 0; ///< index into Plan::kernels (Native; Row with a prologue)
-  ir::NodeId node;        ///< the node (Row, Runtime)
+  ir::NodeId node;        ///< the node (Row, Gemm, Runtime)
   /// Row: the row op's first operand is the only output of Plan::kernels[kernel], read by
   /// nothing else, and the row kernel computes it element by element as it reads it (so it
   /// never goes to memory: softmax(x * scale + mask), sum(exp(x)), layer_norm(x + b, ...)).

@@ -1,0 +1,101 @@
+// bench/bench_bert.cpp -- one post-LN BERT encoder layer (12 heads, erf GELU, a padding mask) at
+// [4,15,384] (FFN 1536) and [8,128,768] (FFN 3072), forward only, on 1 and 2 threads: built
+// with the seed's builders (the layer of tests/test_bert_layer.cpp, which checks it against
+// PyTorch within 1e-4), run through the compile pipeline with every fusion on, compiled once
+// with rlx::compile(g, Backend::Jit) and timed through Executable::run. The PyTorch peers
+// (eager and torch.jit.trace + freeze, the same layer as nn.TransformerEncoderLayer) are
+// bench/peers_bert.py; both print rows of the table "bert layer" (size = batch x sequence).
+#include "bench_util.hpp"
+
+#include <rlx/passes.hpp>
+#include <rlx/rlx.hpp>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr char kTable[] = "bert layer";
+
+struct Dims {
+  int64_t b, s, d, h, f;
+};
+
+rlx::interp::Buffer weyl(std::vector<int64_t> dims, double scale, uint64_t seed) {
+  rlx::interp::Buffer out(rlx::ir::Shape::of(dims, rlx::ir::DType::F32));
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    uint64_t k = ((uint64_t(i) + seed * 7919) * 2654435761ull) % 4294967296ull;
+    out.set_f64(i, scale * (-1.0 + 2.0 * double(k) / 4294967296.0));
+  }
+  return out;
+}
+
+void run(const Dims& d, const bench::Args& args, const bench::Budget& budget) {
+  using namespace rlx::ir;
+  Graph g("bert_encoder_layer");
+  NodeId x = g.input("hidden", Shape({d.b, d.s, d.d}, DType::F32));
+  NodeId mask = g.input("mask", Shape({d.b, d.s}, DType::F32));
+  std::map<std::string, std::vector<int64_t>> shapes = {
+      {"qkv_w", {d.d, 3 * d.d}}, {"qkv_b", {3 * d.d}}, {"out_w", {d.d, d.d}}, {"out_b", {d.d}},
+      {"ln1_g", {d.d}},          {"ln1_b", {d.d}},     {"ff1_w", {d.d, d.f}}, {"ff1_b", {d.f}},
+      {"ff2_w", {d.f, d.d}},     {"ff2_b", {d.d}},     {"ln2_g", {d.d}},      {"ln2_b", {d.d}}};
+  std::map<std::string, NodeId> p;
+  for (const auto& [name, dims] : shapes) p[name] = g.param(name, Shape::of(dims, DType::F32));
+  NodeId qkv = g.linear_bias(x, p["qkv_w"], p["qkv_b"]);
+  NodeId q = g.narrow_(qkv, 2, 0, d.d), k = g.narrow_(qkv, 2, d.d, d.d),
+         v = g.narrow_(qkv, 2, 2 * d.d, d.d);
+  NodeId ctx = g.attention(q, k, v, mask, d.h, d.d / d.h, Shape({d.b, d.s, d.d}, DType::F32));
+  NodeId attn = g.linear_bias(ctx, p["out_w"], p["out_b"]);
+  NodeId x1 = g.ln(g.add(attn, x), p["ln1_g"], p["ln1_b"], 1e-5f);
+  NodeId h = g.linear_bias_act(x1, p["ff1_w"], p["ff1_b"], Activation::Gelu);
+  NodeId f = g.linear_bias(h, p["ff2_w"], p["ff2_b"]);
+  g.set_outputs({g.ln(g.add(x1, f), p["ln2_g"], p["ln2_b"], 1e-5f)});
+  rlx::passes::PipelineOptions opts;
+  opts.fuse = rlx::passes::FuseOptions::all();
+  rlx::passes::compile_pipeline(g, opts);
+
+  std::vector<rlx::interp::Buffer> leaves;
+  uint64_t seed = 1;
+  for (const Node& n : g.nodes()) {
+    if (n.op.kind() != OpKind::Input && n.op.kind() != OpKind::Param) continue;
+    const std::string& name = n.op.attrs<LeafAttrs>().name;
+    if (name == "mask") {
+      rlx::interp::Buffer m(n.shape);
+      for (int64_t i = 0; i < m.numel(); ++i) m.set_f64(i, 1.0);
+      leaves.push_back(m);
+    } else {
+      bool gain = name == "ln1_g" || name == "ln2_g";
+      rlx::interp::Buffer b = weyl(n.shape.sizes(), name == "hidden" ? 1.0 : 0.05, seed++);
+      if (gain)
+        for (int64_t i = 0; i < b.numel(); ++i) b.set_f64(i, 1.0 + b.get_f64(i));
+      leaves.push_back(b);
+    }
+  }
+  std::vector<const rlx::interp::Buffer*> ptrs;
+  for (const rlx::interp::Buffer& b : leaves) ptrs.push_back(&b);
+  auto exe = rlx::compile(g, rlx::Backend::Jit);
+  for (int threads : args.threads) {
+    rlx::set_num_threads(threads);
+    bench::Stats s = bench::measure(
+        [&] { bench::clobber(exe->run(ptrs)[0].bytes().data()); }, budget);
+    bench::emit_time({kTable, "rlx", threads, d.b * d.s, true}, s);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bench::Args args = bench::parse_args(argc, argv, {});
+  bench::Budget budget;
+  budget.seconds = args.budget;
+  bench::emit_note(kTable, "post-LN BERT encoder layer, 12 heads, erf GELU, padding mask, "
+                           "forward; size = batch x sequence: 60 = [4,15,384] (FFN 1536), "
+                           "1024 = [8,128,768] (FFN 3072)");
+  bench::emit_note(kTable, "rlx: the compile pipeline with every fusion on (four "
+                           "fused_matmul_bias_act, two fused residual norms), then the JIT");
+  run({4, 15, 384, 12, 1536}, args, budget);
+  run({8, 128, 768, 12, 3072}, args, budget);
+  return 0;
+}

@@ -1,0 +1,142 @@
+// bench/bench_gemm.cpp -- f32 C = A B, row-major, at square sizes 16..2048 and the BERT layer's
+// projection shapes (60x384 @ 384x1152, 60x384 @ 384x1536), on 1 and 2 threads. Peers: rlx (a
+// matmul graph compiled once with rlx::compile(g, Backend::Jit), timed through Executable::run:
+// the JIT's Gemm step, asmjit micro-kernels, and the output's allocation from rlx's pool),
+// OpenBLAS cblas_sgemm (threads set with openblas_set_num_threads), Eigen 3.4 (built without
+// OpenMP: one thread) and libxsmm's JIT kernels (sizes up to 64, one thread, row-major through
+// C^T = B^T A^T). Every peer's result is compared with rlx's before it is timed; a mismatch fails
+// the run (exit 1).
+#include "bench_util.hpp"
+
+#include <rlx/rlx.hpp>
+
+#include <Eigen/Core>
+#include <cblas.h>
+#include <libxsmm.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr char kTable[] = "gemm";
+constexpr char kBertTable[] = "gemm: BERT shapes";
+constexpr char kRateTable[] = "gemm GFLOP/s";
+
+struct Shape3 {
+  int64_t m, n, k;
+};
+
+std::vector<float> make_input(int64_t n, uint64_t seed) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t k = ((uint64_t(i) + seed * 7919) * 2654435761ull) % 4294967296ull;
+    x[std::size_t(i)] = float(-1.0 + 2.0 * double(k) / 4294967296.0);
+  }
+  return x;
+}
+
+struct Peer {
+  std::string name;
+  std::function<void()> call;
+  const float* out;
+  int max_threads; ///< threads it can use (1: timed on one thread only)
+};
+
+bool close(const std::vector<float>& want, const float* got, int64_t k) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(want[i] - got[i]) <= 1e-5 * double(k) + 1e-5 * std::fabs(want[i])))
+      return false;
+  return true;
+}
+
+bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args& args,
+               const bench::Budget& budget) {
+  using namespace rlx::ir;
+  std::vector<float> a = make_input(s.m * s.k, 1), b = make_input(s.k * s.n, 2);
+  Graph g("bench_gemm");
+  NodeId x = g.input("a", Shape({s.m, s.k}, DType::F32));
+  NodeId w = g.input("b", Shape({s.k, s.n}, DType::F32));
+  g.set_outputs({g.matmul(x, w, Shape({s.m, s.n}, DType::F32))});
+  auto exe = rlx::compile(g, rlx::Backend::Jit);
+  rlx::interp::Buffer ba = rlx::interp::Buffer::f32({s.m, s.k}, a);
+  rlx::interp::Buffer bb = rlx::interp::Buffer::f32({s.k, s.n}, b);
+  std::vector<const rlx::interp::Buffer*> leaves = {&ba, &bb};
+  std::vector<float> want = exe->run(leaves)[0].to_f32();
+
+  std::vector<float> c_blas(want.size()), c_eigen(want.size()), c_xsmm(want.size());
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const RowMajor> ea(a.data(), s.m, s.k), eb(b.data(), s.k, s.n);
+  Eigen::Map<RowMajor> ec(c_eigen.data(), s.m, s.n);
+  std::vector<Peer> peers;
+  peers.push_back({"rlx", [&] { bench::clobber(exe->run(leaves)[0].bytes().data()); }, nullptr, 2});
+  peers.push_back({"OpenBLAS cblas_sgemm",
+                   [&] {
+                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n),
+                                 int(s.k), 1.0f, a.data(), int(s.k), b.data(), int(s.n), 0.0f,
+                                 c_blas.data(), int(s.n));
+                   },
+                   c_blas.data(), 2});
+  peers.push_back({"Eigen 3.4", [&] { ec.noalias() = ea * eb; }, c_eigen.data(), 1});
+  if (s.m <= 64 && s.n <= 64 && s.k <= 64) {
+    // Column-major C^T (n x m) = B^T (n x k) A^T (k x m): B row-major is B^T column-major.
+    float alpha = 1, beta = 0;
+    libxsmm_blasint m = libxsmm_blasint(s.n), n = libxsmm_blasint(s.m), k = libxsmm_blasint(s.k);
+    libxsmm_smmfunction fn =
+        libxsmm_smmdispatch(m, n, k, &m, &k, &m, &alpha, &beta, nullptr, nullptr);
+    if (fn)
+      peers.push_back(
+          {"libxsmm", [&, fn] { fn(b.data(), a.data(), c_xsmm.data()); }, c_xsmm.data(), 1});
+    else
+      bench::emit_note(table, "libxsmm: no kernel for " + std::to_string(s.m));
+  }
+  bool ok = true;
+  double gflop = 2.0 * double(s.m) * double(s.n) * double(s.k) * 1e-9;
+  for (int threads : args.threads) {
+    rlx::set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    for (const Peer& p : peers) {
+      if (threads > p.max_threads) continue;
+      p.call();
+      if (p.out && !close(want, p.out, s.k)) {
+        std::fprintf(stderr, "bench_gemm: %s differs from rlx at %lldx%lldx%lld\n", p.name.c_str(),
+                     (long long)s.m, (long long)s.n, (long long)s.k);
+        ok = false;
+        continue;
+      }
+      bench::Stats st = bench::measure(p.call, budget);
+      bench::emit_time({table, p.name, threads, size_key, p.name == "rlx"}, st);
+      bench::emit_rate({kRateTable, p.name + (table == std::string(kTable) ? "" : " (BERT)"),
+                        threads, size_key, false, "GFLOP/s"},
+                       st, gflop);
+    }
+  }
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bench::Args args = bench::parse_args(argc, argv, {16, 32, 64, 128, 256, 512, 1024, 2048});
+  bench::Budget budget;
+  budget.seconds = args.budget;
+  libxsmm_init();
+  bench::emit_note(kTable, "f32 C = A B, row-major, square n x n; time per call");
+  bench::emit_note(kTable, std::string("OpenBLAS ") + openblas_get_config() + " (core " +
+                               openblas_get_corename() +
+                               "), threads set with openblas_set_num_threads");
+  bench::emit_note(kTable, "Eigen 3.4 and libxsmm 1.17 on one thread only (Eigen is built "
+                           "without OpenMP; libxsmm's small kernels are single calls), "
+                           "libxsmm at sizes up to 64");
+  bench::emit_note(kBertTable, "60x384 @ 384xN (size = N): the BERT layer's QKV (N = 1152) and "
+                               "FFN (N = 1536) projections at [4,15,384]");
+  bool ok = true;
+  for (int64_t n : args.sizes) ok &= run_shape(kTable, {n, n, n}, n, args, budget);
+  for (int64_t n : {int64_t(1152), int64_t(1536)})
+    ok &= run_shape(kBertTable, {60, n, 384}, n, args, budget);
+  libxsmm_finalize();
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,162 @@
+// jit/gemm_step.cpp -- matmul / fused_matmul_bias_act of f32 as calls of the generated GEMM.
+// NumPy's matmul rules: batch dims broadcast (each batch's operand offset is computed once, when
+// the step is built), a rank-1 lhs is one row, a rank-1 rhs one column. A transpose of an
+// operand's last two axes is read through strides (the GEMM's packing), so it needs no step.
+// The activation of a fused node is relu in the micro-kernel, or an element-wise kernel of the
+// LLVM lowering run over each block of rows right after the block's last depth step.
+#include "gemm_step.hpp"
+
+#include "plan.hpp"
+
+#include "rlx/error.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace rlx::jit {
+
+namespace {
+
+bool is_contraction(const ir::Node& n) {
+  ir::OpKind k = n.op.kind();
+  return k == ir::OpKind::MatMul || k == ir::OpKind::FusedMatMulBiasAct;
+}
+
+std::optional<ir::Activation> activation_of(const ir::Node& n) {
+  if (n.op.kind() != ir::OpKind::FusedMatMulBiasAct) return std::nullopt;
+  return n.op.attrs<ir::FusedMatMulAttrs>().activation;
+}
+
+bool is_relu(ir::Activation a) { return ir::to_op_kind(a) == ir::OpKind::Relu; }
+
+/// The activation alone over f32[n], as a graph for the element-wise lowering.
+ir::Graph activation_graph(ir::Activation act, int64_t n) {
+  ir::Graph g("gemm_epilogue");
+  ir::Shape s({n}, ir::DType::F32);
+  ir::NodeId x = g.input("x", s);
+  g.set_outputs({g.activation(act, x, s)});
+  return g;
+}
+
+/// Which operand a Gemm step reads in place of `id`: a folded transpose's operand.
+ir::NodeId read_buffer(const ir::Graph& g, ir::NodeId id) {
+  return gemm_folds_transpose(g, id) ? g.node(id).inputs[0] : id;
+}
+
+} // namespace
+
+bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& t = g.node(id);
+  if (t.op.kind() != ir::OpKind::Transpose || !t.shape.is_static()) return false;
+  const ir::Ints& perm = t.op.attrs<ir::TransposeAttrs>().perm;
+  int64_t r = int64_t(t.shape.rank());
+  if (r < 2 || int64_t(perm.size()) != r) return false;
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t p = perm[std::size_t(i)] < 0 ? perm[std::size_t(i)] + r : perm[std::size_t(i)];
+    int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
+    if (p != want) return false;
+  }
+  return g.shape(t.inputs[0]).is_static();
+}
+
+bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n) {
+  if (!is_contraction(n) || !gemm_supported() || !n.shape.is_static() ||
+      n.shape.dtype() != ir::DType::F32)
+    return false;
+  for (ir::NodeId in : n.inputs)
+    if (!g.shape(in).is_static() || g.shape(in).dtype() != ir::DType::F32 ||
+        g.shape(in).rank() == 0)
+      return false;
+  if (n.shape.rank() == 0) return false; // vector . vector: leave to the runtime kernel
+  if (n.op.kind() == ir::OpKind::FusedMatMulBiasAct) {
+    std::vector<int64_t> bs = g.shape(n.inputs[2]).sizes();
+    int64_t cols = n.shape.sizes().back();
+    // One value per output column: f32[N] with leading 1s (a rank-1 rhs has no N axis).
+    if (g.shape(n.inputs[1]).rank() < 2 || bs.empty() || bs.back() != cols ||
+        bs.size() > n.shape.rank() ||
+        std::any_of(bs.begin(), bs.end() - 1, [](int64_t d) { return d != 1; }))
+      return false;
+    if (std::optional<ir::Activation> act = activation_of(n); act && !is_relu(*act)) {
+      ir::Graph eg = activation_graph(*act, cols);
+      if (!lowers_natively(eg, eg.node(eg.outputs[0]))) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<ir::NodeId> gemm_reads(const ir::Graph& g, const ir::Node& n) {
+  std::vector<ir::NodeId> reads = {read_buffer(g, n.inputs[0]), read_buffer(g, n.inputs[1])};
+  if (n.op.kind() == ir::OpKind::FusedMatMulBiasAct) reads.push_back(n.inputs[2]);
+  return reads;
+}
+
+GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& name) {
+  GemmStep s;
+  std::vector<int64_t> as = g.shape(n.inputs[0]).sizes(), bs = g.shape(n.inputs[1]).sizes();
+  bool ta = gemm_folds_transpose(g, n.inputs[0]), tb = gemm_folds_transpose(g, n.inputs[1]);
+  GemmCall& c = s.call;
+  c.k = as.back();
+  c.m = as.size() >= 2 ? as[as.size() - 2] : 1;
+  c.n = bs.size() >= 2 ? bs.back() : 1;
+  // Element (i, q) of A: row-major [m, k], or its transpose's operand [k, m].
+  c.a = {nullptr, ta ? 1 : c.k, ta ? c.m : 1};
+  c.b =
+      bs.size() == 1 ? GemmMatrix{nullptr, 1, 1} : GemmMatrix{nullptr, tb ? 1 : c.n, tb ? c.k : 1};
+  // Batch offsets: the output's batch index broadcast back onto each operand's batch dims.
+  std::vector<int64_t> os = n.shape.sizes();
+  std::size_t out_batch_rank = os.size() - (as.size() >= 2) - (bs.size() >= 2);
+  std::vector<int64_t> ob(os.begin(), os.begin() + std::ptrdiff_t(out_batch_rank));
+  auto batch_dims = [](const std::vector<int64_t>& s) {
+    return std::vector<int64_t>(s.begin(), s.end() - std::min<std::ptrdiff_t>(2, std::ssize(s)));
+  };
+  std::vector<int64_t> ab = batch_dims(as), bb = batch_dims(bs);
+  c.batches = 1;
+  for (int64_t d : ob) c.batches *= d;
+  auto offsets = [&](const std::vector<int64_t>& opb, int64_t matrix) {
+    std::vector<int64_t> off(std::size_t(c.batches));
+    for (int64_t t = 0; t < c.batches; ++t) {
+      int64_t rest = t, index = 0, stride = 1;
+      for (std::size_t d = ob.size(); d-- > 0;) {
+        int64_t i = rest % ob[d];
+        rest /= ob[d];
+        std::size_t back = ob.size() - d; // 1 = last batch dim
+        if (back <= opb.size()) {
+          int64_t size = opb[opb.size() - back];
+          index += (size == 1 ? 0 : i) * stride;
+          stride *= size;
+        }
+      }
+      off[std::size_t(t)] = index * matrix;
+    }
+    return off;
+  };
+  s.a_off = offsets(ab, c.m * c.k);
+  s.b_off = offsets(bb, c.k * c.n);
+  s.has_bias = n.op.kind() == ir::OpKind::FusedMatMulBiasAct;
+  if (std::optional<ir::Activation> act = activation_of(n)) {
+    if (is_relu(*act)) {
+      c.relu = true;
+    } else {
+      ir::Graph eg = activation_graph(*act, c.n);
+      Plan plan = make_plan(eg);
+      if (plan.kernels.size() != 1)
+        throw InternalError("gemm: an activation epilogue did not plan as one kernel");
+      s.epilogue = lower_elementwise(eg, plan.kernels[0], name);
+      c.epilogue = s.epilogue.fn;
+    }
+  }
+  return s;
+}
+
+void GemmStep::run(void* const* bufs) const {
+  GemmCall c = call;
+  c.a.p = static_cast<const float*>(bufs[0]);
+  c.b.p = static_cast<const float*>(bufs[1]);
+  c.bias = has_bias ? static_cast<const float*>(bufs[2]) : nullptr;
+  c.c = static_cast<float*>(bufs[has_bias ? 3 : 2]);
+  c.a_off = a_off.data();
+  c.b_off = b_off.data();
+  sgemm(c);
+}
+
+} // namespace rlx::jit
