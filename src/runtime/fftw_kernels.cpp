@@ -14,7 +14,6 @@
 #include <fftw3.h>
 #include <map>
 #include <mutex>
-#include <tuple>
 
 namespace rlx::runtime {
 
@@ -57,40 +56,70 @@ Key key_of(const ir::Node& n) {
           last ? total / last : 0};
 }
 
-template <class Dim> void describe(const Key& k, Dim& len, Dim& batch) {
+/// FFTW's double (fftw_*) and single (fftwf_*) precision APIs behind one name.
+template <class T> struct Fftw;
+template <> struct Fftw<double> {
+  using Iodim = fftw_iodim;
+  static void* alloc(std::size_t n) { return fftw_malloc(n); }
+  static void release(void* p) { fftw_free(p); }
+  static constexpr auto plan_split = fftw_plan_guru_split_dft;
+  static constexpr auto execute_split = fftw_execute_split_dft;
+};
+template <> struct Fftw<float> {
+  using Iodim = fftwf_iodim;
+  static void* alloc(std::size_t n) { return fftwf_malloc(n); }
+  static void release(void* p) { fftwf_free(p); }
+  static constexpr auto plan_split = fftwf_plan_guru_split_dft;
+  static constexpr auto execute_split = fftwf_execute_split_dft;
+};
+
+/// The offset of the imaginary parts from the real ones (in elements).
+std::ptrdiff_t im_offset(const Key& k) { return k.interleaved ? 1 : k.n; }
+
+/// A split plan of k on scratch arrays (planning with FFTW_MEASURE overwrites its arrays).
+template <class T> auto plan_split(const Key& k, unsigned flags) {
+  typename Fftw<T>::Iodim len{}, batch{};
   len.n = int(k.n);
   len.is = len.os = k.interleaved ? 2 : 1;
   batch.n = int(k.rows);
   batch.is = batch.os = int(2 * k.n);
+  std::size_t bytes = sizeof(T) * std::size_t(2 * k.n * k.rows);
+  auto* in = static_cast<T*>(Fftw<T>::alloc(bytes));
+  auto* out = static_cast<T*>(Fftw<T>::alloc(bytes));
+  std::memset(in, 0, bytes);
+  std::ptrdiff_t im = im_offset(k);
+  auto plan = Fftw<T>::plan_split(1, &len, 1, &batch, in, in + im, out, out + im, flags);
+  Fftw<T>::release(in);
+  Fftw<T>::release(out);
+  return plan;
 }
 
 Plan make_plan(const Key& k, bool measure) {
   unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | FFTW_UNALIGNED | FFTW_PRESERVE_INPUT;
-  std::size_t elems = std::size_t(2 * k.n * k.rows);
   Plan p;
-  if (k.f64) {
-    fftw_iodim len, batch;
-    describe(k, len, batch);
-    auto* in = static_cast<double*>(fftw_malloc(sizeof(double) * elems));
-    auto* out = static_cast<double*>(fftw_malloc(sizeof(double) * elems));
-    std::memset(in, 0, sizeof(double) * elems);
-    std::ptrdiff_t im = k.interleaved ? 1 : k.n;
-    p.d = fftw_plan_guru_split_dft(1, &len, 1, &batch, in, in + im, out, out + im, flags);
-    fftw_free(in);
-    fftw_free(out);
-  } else {
-    fftwf_iodim len, batch;
-    describe(k, len, batch);
-    auto* in = static_cast<float*>(fftwf_malloc(sizeof(float) * elems));
-    auto* out = static_cast<float*>(fftwf_malloc(sizeof(float) * elems));
-    std::memset(in, 0, sizeof(float) * elems);
-    std::ptrdiff_t im = k.interleaved ? 1 : k.n;
-    p.f = fftwf_plan_guru_split_dft(1, &len, 1, &batch, in, in + im, out, out + im, flags);
-    fftwf_free(in);
-    fftwf_free(out);
-  }
+  if (k.f64)
+    p.d = plan_split<double>(k, flags);
+  else
+    p.f = plan_split<float>(k, flags);
   RLX_CHECK(p.f || p.d, "FFTW could not plan an fft of length ", k.n, " over ", k.rows, " rows");
   return p;
+}
+
+/// Run plan p on x's elements into out's, then scale. Swapping the real and imaginary pointers
+/// turns the forward transform into the inverse.
+template <class T, class P>
+void execute(P plan, const Key& k, const interp::Buffer& x, interp::Buffer& out, bool inverse,
+             double scale) {
+  auto* in = reinterpret_cast<T*>(const_cast<std::byte*>(x.bytes().data()));
+  auto* o = reinterpret_cast<T*>(out.bytes().data());
+  std::ptrdiff_t im = im_offset(k);
+  if (inverse)
+    Fftw<T>::execute_split(plan, in + im, in, o + im, o);
+  else
+    Fftw<T>::execute_split(plan, in, in + im, o, o + im);
+  if (scale == 1.0) return;
+  std::size_t count = std::size_t(2 * k.n * k.rows);
+  for (std::size_t i = 0; i < count; ++i) o[i] = T(double(o[i]) * scale);
 }
 
 Plan plan_for(const Key& k) {
@@ -102,11 +131,6 @@ Plan plan_for(const Key& k) {
   ++pl.made;
   pl.plans.emplace(k, p);
   return p;
-}
-
-template <class T> void scale_all(T* data, std::size_t count, double s) {
-  if (s == 1.0) return;
-  for (std::size_t i = 0; i < count; ++i) data[i] = T(double(data[i]) * s);
 }
 
 } // namespace
@@ -135,25 +159,10 @@ interp::Buffer fftw_run(const ir::Node& n, const interp::Buffer& x) {
   double s = 1.0;
   if (attrs.norm == ir::FftNorm::Ortho) s = 1.0 / std::sqrt(double(k.n));
   if (attrs.norm == ir::FftNorm::Forward && attrs.inverse) s = 1.0 / double(k.n);
-  std::ptrdiff_t im = k.interleaved ? 1 : k.n;
-  std::size_t count = std::size_t(2 * k.n * k.rows);
-  if (k.f64) {
-    auto* in = reinterpret_cast<double*>(const_cast<std::byte*>(x.bytes().data()));
-    auto* o = reinterpret_cast<double*>(out.bytes().data());
-    if (attrs.inverse) // swapping re and im turns the forward transform into the inverse
-      fftw_execute_split_dft(p.d, in + im, in, o + im, o);
-    else
-      fftw_execute_split_dft(p.d, in, in + im, o, o + im);
-    scale_all(o, count, s);
-  } else {
-    auto* in = reinterpret_cast<float*>(const_cast<std::byte*>(x.bytes().data()));
-    auto* o = reinterpret_cast<float*>(out.bytes().data());
-    if (attrs.inverse)
-      fftwf_execute_split_dft(p.f, in + im, in, o + im, o);
-    else
-      fftwf_execute_split_dft(p.f, in, in + im, o, o + im);
-    scale_all(o, count, s);
-  }
+  if (k.f64)
+    execute<double>(p.d, k, x, out, attrs.inverse, s);
+  else
+    execute<float>(p.f, k, x, out, attrs.inverse, s);
   return out;
 }
 
