@@ -1,10 +1,11 @@
 // src/runtime/fftw_kernels.cpp -- fft nodes on FFTW for the JIT. One guru "split" plan per
-// (precision, layout, length, rows) describes both layouts without copying: the 2N real-block
-// layout has real parts at stride 1 and imaginary parts n further, c64 interleaves them at
-// stride 2. The inverse swaps the real and imaginary pointers (FFTW's documented way to run a
-// split transform backwards). Plans are made with FFTW_UNALIGNED | FFTW_PRESERVE_INPUT on
-// scratch arrays and run on each call's buffers through the new-array execute functions, which
-// are thread safe; the planner is not, so one mutex guards planning and the plan table.
+// (precision, layout, length, rows, direction) describes both layouts without copying: the 2N
+// real-block layout has real parts at stride 1 and imaginary parts n further, c64 interleaves them
+// at stride 2. The inverse swaps the real and imaginary pointers (FFTW's documented way to run a
+// split transform backwards), in its own plan. Plans are made with FFTW_UNALIGNED |
+// FFTW_PRESERVE_INPUT on scratch arrays and run on each call's buffers through the new-array
+// execute functions, which are thread safe; the planner is not, so one mutex guards planning and
+// the plan table.
 #include "runtime/fftw_kernels.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <fftw3.h>
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace rlx::runtime {
 
@@ -23,6 +25,8 @@ struct Key {
   bool f64;
   bool interleaved;
   int64_t n, rows;
+  bool inverse;
+  bool measure = false; ///< FFTW_MEASURE: asking for measured plans plans each shape once more
   auto operator<=>(const Key&) const = default;
 };
 
@@ -48,12 +52,13 @@ Planner& planner() {
 }
 
 Key key_of(const ir::Node& n) {
+  bool inverse = n.op.attrs<ir::FftAttrs>().inverse;
   const std::vector<int64_t> sizes = n.shape.sizes();
   int64_t last = sizes.back(), total = 1;
   for (int64_t s : sizes) total *= s;
   bool interleaved = n.shape.dtype() == ir::DType::C64;
   return {n.shape.dtype() == ir::DType::F64, interleaved, interleaved ? last : last / 2,
-          last ? total / last : 0};
+          last ? total / last : 0, inverse};
 }
 
 /// FFTW's double (fftw_*) and single (fftwf_*) precision APIs behind one name.
@@ -73,8 +78,14 @@ template <> struct Fftw<float> {
   static constexpr auto execute_split = fftwf_execute_split_dft;
 };
 
-/// The offset of the imaginary parts from the real ones (in elements).
-std::ptrdiff_t im_offset(const Key& k) { return k.interleaved ? 1 : k.n; }
+/// The (real, imaginary) pointers FFTW is given for an array of k's layout: the imaginary parts
+/// start 1 (interleaved) or n (block) elements after the real ones; the inverse swaps them (a
+/// forward split transform on swapped parts is the inverse). Plans are made with the geometry
+/// they run with: FFTW may specialize on it (an interleaved pair is vectorized as one).
+template <class T> std::pair<T*, T*> parts(T* base, const Key& k) {
+  std::ptrdiff_t im = k.interleaved ? 1 : k.n;
+  return k.inverse ? std::pair{base + im, base} : std::pair{base, base + im};
+}
 
 /// A split plan of k on scratch arrays (planning with FFTW_MEASURE overwrites its arrays).
 template <class T> auto plan_split(const Key& k, unsigned flags) {
@@ -87,8 +98,9 @@ template <class T> auto plan_split(const Key& k, unsigned flags) {
   auto* in = static_cast<T*>(Fftw<T>::alloc(bytes));
   auto* out = static_cast<T*>(Fftw<T>::alloc(bytes));
   std::memset(in, 0, bytes);
-  std::ptrdiff_t im = im_offset(k);
-  auto plan = Fftw<T>::plan_split(1, &len, 1, &batch, in, in + im, out, out + im, flags);
+  auto [ri, ii] = parts(in, k);
+  auto [ro, io] = parts(out, k);
+  auto plan = Fftw<T>::plan_split(1, &len, 1, &batch, ri, ii, ro, io, flags);
   Fftw<T>::release(in);
   Fftw<T>::release(out);
   return plan;
@@ -105,18 +117,13 @@ Plan make_plan(const Key& k, bool measure) {
   return p;
 }
 
-/// Run plan p on x's elements into out's, then scale. Swapping the real and imaginary pointers
-/// turns the forward transform into the inverse.
+/// Run plan p on x's elements into out's, then scale.
 template <class T, class P>
-void execute(P plan, const Key& k, const interp::Buffer& x, interp::Buffer& out, bool inverse,
-             double scale) {
-  auto* in = reinterpret_cast<T*>(const_cast<std::byte*>(x.bytes().data()));
-  auto* o = reinterpret_cast<T*>(out.bytes().data());
-  std::ptrdiff_t im = im_offset(k);
-  if (inverse)
-    Fftw<T>::execute_split(plan, in + im, in, o + im, o);
-  else
-    Fftw<T>::execute_split(plan, in, in + im, o, o + im);
+void execute(P plan, const Key& k, const interp::Buffer& x, interp::Buffer& out, double scale) {
+  auto [ri, ii] = parts(reinterpret_cast<T*>(const_cast<std::byte*>(x.bytes().data())), k);
+  auto [ro, io] = parts(reinterpret_cast<T*>(out.bytes().data()), k);
+  Fftw<T>::execute_split(plan, ri, ii, ro, io);
+  T* o = reinterpret_cast<T*>(out.bytes().data());
   if (scale == 1.0) return;
   std::size_t count = std::size_t(2 * k.n * k.rows);
   for (std::size_t i = 0; i < count; ++i) o[i] = T(double(o[i]) * scale);
@@ -125,11 +132,13 @@ void execute(P plan, const Key& k, const interp::Buffer& x, interp::Buffer& out,
 Plan plan_for(const Key& k) {
   Planner& pl = planner();
   std::lock_guard lock(pl.mutex);
-  auto it = pl.plans.find(k);
+  Key key = k;
+  key.measure = pl.measure;
+  auto it = pl.plans.find(key);
   if (it != pl.plans.end()) return it->second;
-  Plan p = make_plan(k, pl.measure);
+  Plan p = make_plan(key, key.measure);
   ++pl.made;
-  pl.plans.emplace(k, p);
+  pl.plans.emplace(key, p);
   return p;
 }
 
@@ -160,9 +169,9 @@ interp::Buffer fftw_run(const ir::Node& n, const interp::Buffer& x) {
   if (attrs.norm == ir::FftNorm::Ortho) s = 1.0 / std::sqrt(double(k.n));
   if (attrs.norm == ir::FftNorm::Forward && attrs.inverse) s = 1.0 / double(k.n);
   if (k.f64)
-    execute<double>(p.d, k, x, out, attrs.inverse, s);
+    execute<double>(p.d, k, x, out, s);
   else
-    execute<float>(p.f, k, x, out, attrs.inverse, s);
+    execute<float>(p.f, k, x, out, s);
   return out;
 }
 
