@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numbers>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace rlx;
@@ -418,4 +421,45 @@ TEST_CASE("the JIT plans each FFT shape once and reuses the plan") {
   compile(g2, Backend::Jit)->run(leaves);
   CHECK(runtime::fftw_plans_made() == made);
   CHECK(exe->describe().find("fftw") != std::string::npos);
+}
+
+TEST_CASE("FFTW_MEASURE plans, on request, compute the same transform") {
+  runtime::set_fftw_measure(true);
+  G g;
+  NodeId x = g.in(load("fft_sizes", "x_100"));
+  int64_t before = runtime::fftw_plans_made();
+  check(g, {g.g.fft_norm(x, true, FftNorm::Ortho)}, {load("fft_sizes", "want_100_inv_Ortho")}, kF64,
+        "measured fft n=100");
+  runtime::set_fftw_measure(false);
+  CHECK(runtime::fftw_plans_made() == before + 1);
+}
+
+TEST_CASE("threads compiling and running ffts of different shapes at once get correct results") {
+  std::vector<std::thread> threads;
+  std::vector<std::string> problems(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([t, &problems] {
+      try {
+        int n = 40 + 7 * t; // a shape no other test plans
+        ir::Graph g("threads" + std::to_string(t));
+        NodeId x = g.input("x", ir::Shape({3, 2 * n}, DType::F64));
+        g.set_outputs({g.fft(x, false)});
+        std::vector<double> v(std::size_t(6 * n));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37 + t);
+        Buffer in = Buffer::from_f64(ir::Shape({3, 2 * n}, DType::F64), v);
+        const Buffer* leaves[] = {&in};
+        auto exe = compile(g, Backend::Jit);
+        Buffer want = compile(g, Backend::Interp)->run(leaves)[0];
+        for (int rep = 0; rep < 20; ++rep) {
+          Buffer got = exe->run(leaves)[0];
+          for (int64_t i = 0; i < got.numel(); ++i)
+            if (std::fabs(got.get_f64(i) - want.get_f64(i)) > 1e-11)
+              throw std::runtime_error("element " + std::to_string(i) + " differs");
+        }
+      } catch (const std::exception& e) {
+        problems[std::size_t(t)] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& p : problems) CHECK_MESSAGE(p.empty(), p);
 }

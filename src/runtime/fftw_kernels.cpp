@@ -1,10 +1,11 @@
 // src/runtime/fftw_kernels.cpp -- fft nodes on FFTW for the JIT. One guru "split" plan per
-// (precision, layout, length, rows) describes both layouts without copying: the 2N real-block
-// layout has real parts at stride 1 and imaginary parts n further, c64 interleaves them at
-// stride 2. The inverse swaps the real and imaginary pointers (FFTW's documented way to run a
-// split transform backwards). Plans are made with FFTW_UNALIGNED | FFTW_PRESERVE_INPUT on
-// scratch arrays and run on each call's buffers through the new-array execute functions, which
-// are thread safe; the planner is not, so one mutex guards planning and the plan table.
+// (precision, layout, length, rows, direction) describes both layouts without copying: the 2N
+// real-block layout has real parts at stride 1 and imaginary parts n further, c64 interleaves them
+// at stride 2. The inverse swaps the real and imaginary pointers (FFTW's documented way to run a
+// split transform backwards), in its own plan. Plans are made with FFTW_UNALIGNED |
+// FFTW_PRESERVE_INPUT on scratch arrays and run on each call's buffers through the new-array
+// execute functions, which are thread safe; the planner is not, so one mutex guards planning and
+// the plan table.
 #include "runtime/fftw_kernels.hpp"
 
 #include <algorithm>
@@ -14,7 +15,7 @@
 #include <fftw3.h>
 #include <map>
 #include <mutex>
-#include <tuple>
+#include <utility>
 
 namespace rlx::runtime {
 
@@ -24,6 +25,8 @@ struct Key {
   bool f64;
   bool interleaved;
   int64_t n, rows;
+  bool inverse;
+  bool measure = false; ///< FFTW_MEASURE: asking for measured plans plans each shape once more
   auto operator<=>(const Key&) const = default;
 };
 
@@ -49,64 +52,94 @@ Planner& planner() {
 }
 
 Key key_of(const ir::Node& n) {
+  bool inverse = n.op.attrs<ir::FftAttrs>().inverse;
   const std::vector<int64_t> sizes = n.shape.sizes();
   int64_t last = sizes.back(), total = 1;
   for (int64_t s : sizes) total *= s;
   bool interleaved = n.shape.dtype() == ir::DType::C64;
   return {n.shape.dtype() == ir::DType::F64, interleaved, interleaved ? last : last / 2,
-          last ? total / last : 0};
+          last ? total / last : 0, inverse};
 }
 
-template <class Dim> void describe(const Key& k, Dim& len, Dim& batch) {
+/// FFTW's double (fftw_*) and single (fftwf_*) precision APIs behind one name.
+template <class T> struct Fftw;
+template <> struct Fftw<double> {
+  using Iodim = fftw_iodim;
+  static void* alloc(std::size_t n) { return fftw_malloc(n); }
+  static void release(void* p) { fftw_free(p); }
+  static constexpr auto plan_split = fftw_plan_guru_split_dft;
+  static constexpr auto execute_split = fftw_execute_split_dft;
+};
+template <> struct Fftw<float> {
+  using Iodim = fftwf_iodim;
+  static void* alloc(std::size_t n) { return fftwf_malloc(n); }
+  static void release(void* p) { fftwf_free(p); }
+  static constexpr auto plan_split = fftwf_plan_guru_split_dft;
+  static constexpr auto execute_split = fftwf_execute_split_dft;
+};
+
+/// The (real, imaginary) pointers FFTW is given for an array of k's layout: the imaginary parts
+/// start 1 (interleaved) or n (block) elements after the real ones; the inverse swaps them (a
+/// forward split transform on swapped parts is the inverse). Plans are made with the geometry
+/// they run with: FFTW may specialize on it (an interleaved pair is vectorized as one).
+template <class T> std::pair<T*, T*> parts(T* base, const Key& k) {
+  std::ptrdiff_t im = k.interleaved ? 1 : k.n;
+  return k.inverse ? std::pair{base + im, base} : std::pair{base, base + im};
+}
+
+/// A split plan of k on scratch arrays (planning with FFTW_MEASURE overwrites its arrays).
+template <class T> auto plan_split(const Key& k, unsigned flags) {
+  typename Fftw<T>::Iodim len{}, batch{};
   len.n = int(k.n);
   len.is = len.os = k.interleaved ? 2 : 1;
   batch.n = int(k.rows);
   batch.is = batch.os = int(2 * k.n);
+  std::size_t bytes = sizeof(T) * std::size_t(2 * k.n * k.rows);
+  auto* in = static_cast<T*>(Fftw<T>::alloc(bytes));
+  auto* out = static_cast<T*>(Fftw<T>::alloc(bytes));
+  std::memset(in, 0, bytes);
+  auto [ri, ii] = parts(in, k);
+  auto [ro, io] = parts(out, k);
+  auto plan = Fftw<T>::plan_split(1, &len, 1, &batch, ri, ii, ro, io, flags);
+  Fftw<T>::release(in);
+  Fftw<T>::release(out);
+  return plan;
 }
 
 Plan make_plan(const Key& k, bool measure) {
   unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | FFTW_UNALIGNED | FFTW_PRESERVE_INPUT;
-  std::size_t elems = std::size_t(2 * k.n * k.rows);
   Plan p;
-  if (k.f64) {
-    fftw_iodim len, batch;
-    describe(k, len, batch);
-    auto* in = static_cast<double*>(fftw_malloc(sizeof(double) * elems));
-    auto* out = static_cast<double*>(fftw_malloc(sizeof(double) * elems));
-    std::memset(in, 0, sizeof(double) * elems);
-    std::ptrdiff_t im = k.interleaved ? 1 : k.n;
-    p.d = fftw_plan_guru_split_dft(1, &len, 1, &batch, in, in + im, out, out + im, flags);
-    fftw_free(in);
-    fftw_free(out);
-  } else {
-    fftwf_iodim len, batch;
-    describe(k, len, batch);
-    auto* in = static_cast<float*>(fftwf_malloc(sizeof(float) * elems));
-    auto* out = static_cast<float*>(fftwf_malloc(sizeof(float) * elems));
-    std::memset(in, 0, sizeof(float) * elems);
-    std::ptrdiff_t im = k.interleaved ? 1 : k.n;
-    p.f = fftwf_plan_guru_split_dft(1, &len, 1, &batch, in, in + im, out, out + im, flags);
-    fftwf_free(in);
-    fftwf_free(out);
-  }
+  if (k.f64)
+    p.d = plan_split<double>(k, flags);
+  else
+    p.f = plan_split<float>(k, flags);
   RLX_CHECK(p.f || p.d, "FFTW could not plan an fft of length ", k.n, " over ", k.rows, " rows");
   return p;
+}
+
+/// Run plan p on x's elements into out's, then scale.
+template <class T, class P>
+void execute(P plan, const Key& k, const interp::Buffer& x, interp::Buffer& out, double scale) {
+  auto [ri, ii] = parts(reinterpret_cast<T*>(const_cast<std::byte*>(x.bytes().data())), k);
+  auto [ro, io] = parts(reinterpret_cast<T*>(out.bytes().data()), k);
+  Fftw<T>::execute_split(plan, ri, ii, ro, io);
+  T* o = reinterpret_cast<T*>(out.bytes().data());
+  if (scale == 1.0) return;
+  std::size_t count = std::size_t(2 * k.n * k.rows);
+  for (std::size_t i = 0; i < count; ++i) o[i] = T(double(o[i]) * scale);
 }
 
 Plan plan_for(const Key& k) {
   Planner& pl = planner();
   std::lock_guard lock(pl.mutex);
-  auto it = pl.plans.find(k);
+  Key key = k;
+  key.measure = pl.measure;
+  auto it = pl.plans.find(key);
   if (it != pl.plans.end()) return it->second;
-  Plan p = make_plan(k, pl.measure);
+  Plan p = make_plan(key, key.measure);
   ++pl.made;
-  pl.plans.emplace(k, p);
+  pl.plans.emplace(key, p);
   return p;
-}
-
-template <class T> void scale_all(T* data, std::size_t count, double s) {
-  if (s == 1.0) return;
-  for (std::size_t i = 0; i < count; ++i) data[i] = T(double(data[i]) * s);
 }
 
 } // namespace
@@ -135,25 +168,10 @@ interp::Buffer fftw_run(const ir::Node& n, const interp::Buffer& x) {
   double s = 1.0;
   if (attrs.norm == ir::FftNorm::Ortho) s = 1.0 / std::sqrt(double(k.n));
   if (attrs.norm == ir::FftNorm::Forward && attrs.inverse) s = 1.0 / double(k.n);
-  std::ptrdiff_t im = k.interleaved ? 1 : k.n;
-  std::size_t count = std::size_t(2 * k.n * k.rows);
-  if (k.f64) {
-    auto* in = reinterpret_cast<double*>(const_cast<std::byte*>(x.bytes().data()));
-    auto* o = reinterpret_cast<double*>(out.bytes().data());
-    if (attrs.inverse) // swapping re and im turns the forward transform into the inverse
-      fftw_execute_split_dft(p.d, in + im, in, o + im, o);
-    else
-      fftw_execute_split_dft(p.d, in, in + im, o, o + im);
-    scale_all(o, count, s);
-  } else {
-    auto* in = reinterpret_cast<float*>(const_cast<std::byte*>(x.bytes().data()));
-    auto* o = reinterpret_cast<float*>(out.bytes().data());
-    if (attrs.inverse)
-      fftwf_execute_split_dft(p.f, in + im, in, o + im, o);
-    else
-      fftwf_execute_split_dft(p.f, in, in + im, o, o + im);
-    scale_all(o, count, s);
-  }
+  if (k.f64)
+    execute<double>(p.d, k, x, out, s);
+  else
+    execute<float>(p.f, k, x, out, s);
   return out;
 }
 

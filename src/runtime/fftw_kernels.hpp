@@ -12,7 +12,8 @@ namespace rlx::runtime {
 bool fftw_handles(const ir::Node& n);
 
 /// Make (or find) the FFTW plan for this fft node's shape, so planning happens when the
-/// executable is built. Plans are process-wide, keyed by precision, layout, length and rows,
+/// executable is built. Plans are process-wide, keyed by precision, layout, length, rows and
+/// planning mode (set_fftw_measure),
 /// and reused by every executable of that shape.
 void fftw_prepare(const ir::Node& n);
 
