@@ -78,8 +78,8 @@ void run(const Dims& d, const bench::Args& args, const bench::Budget& budget) {
   auto exe = rlx::compile(g, rlx::Backend::Jit);
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
-    bench::Stats s = bench::measure(
-        [&] { bench::clobber(exe->run(ptrs)[0].bytes().data()); }, budget);
+    bench::Stats s =
+        bench::measure([&] { bench::clobber(exe->run(ptrs)[0].bytes().data()); }, budget);
     bench::emit_time({kTable, "rlx", threads, d.b * d.s, true}, s);
   }
 }

@@ -28,6 +28,8 @@ constexpr int64_t kNc = 64 * kGemmNr; // column block: B is 384 x 2048 floats = 
 // serves few A panels, so packing (reading B, writing the copy, reading it again) costs more
 // than it saves. For the BERT projections (60 rows) B is 1.7 MiB, read once either way.
 constexpr int64_t kDirectBRows = 96;
+// Work worth a thread: 2 MFLOP is about 10 µs here (a 100^3 product).
+constexpr double kMinFlopsPerThread = 2e6;
 
 /// Packing buffers, one pair per thread, grown as needed (64-byte aligned).
 struct Scratch {
@@ -178,6 +180,11 @@ void run_block(const GemmCall& g, int64_t t, int64_t m0, int64_t m1, int64_t n0,
 void sgemm(const GemmCall& g, int threads) {
   if (g.batches <= 0 || g.m <= 0 || g.n <= 0) return;
   int64_t t = threads > 0 ? threads : num_threads();
+  // Unless told how many, a thread takes at least kMinFlopsPerThread of work (waking one costs
+  // microseconds).
+  double flops = 2.0 * double(g.batches) * double(g.m) * double(g.n) * double(g.k);
+  if (threads <= 0)
+    t = std::max<int64_t>(1, std::min<int64_t>(t, int64_t(flops / kMinFlopsPerThread)));
   // Split the work into about `t` parts: whole batches first, then column stripes (whole
   // panels; each thread packs its own B and A), else row stripes (whole row panels).
   int64_t n_parts = 1, m_parts = 1;

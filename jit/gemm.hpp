@@ -66,7 +66,8 @@ struct GemmCall {
   GemmEpilogueFn epilogue = nullptr; ///< applied after bias (and relu), in place
 };
 
-/// Run the GEMM on up to `threads` threads of the rlx pool (0: rlx::num_threads()).
+/// Run the GEMM on up to `threads` threads of the rlx pool (0: rlx::num_threads(), fewer for
+/// small products).
 void sgemm(const GemmCall& call, int threads = 0);
 
 } // namespace rlx::jit

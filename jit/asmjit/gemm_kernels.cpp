@@ -15,6 +15,7 @@
 #include <asmjit/x86.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 
@@ -187,14 +188,17 @@ MicroKernel gemm_micro_kernel(int mr, int vectors, GemmBMode mode) {
   if (mr < 1 || mr > kGemmMr || vectors < 1 || vectors > kGemmNr / 16)
     fail(ErrorKind::Runtime, "gemm: no micro-kernel for ", mr, " rows and ", vectors, " vectors");
   if (!gemm_supported()) fail(ErrorKind::Unsupported, "gemm: this host has no AVX-512F");
+  // Generated once under the mutex; later lookups read the atomic without locking.
   static std::mutex m;
   constexpr int kModes = 3;
-  static std::array<MicroKernel, kGemmMr*(kGemmNr / 16) * kModes> cache{};
-  std::lock_guard lock(m);
-  MicroKernel& fn =
+  static std::array<std::atomic<MicroKernel>, kGemmMr*(kGemmNr / 16) * kModes> cache{};
+  std::atomic<MicroKernel>& slot =
       cache[std::size_t(((mr - 1) * (kGemmNr / 16) + vectors - 1) * kModes + int(mode))];
-  if (!fn) fn = generate(mr, vectors, mode);
-  return fn;
+  if (MicroKernel fn = slot.load(std::memory_order_acquire)) return fn;
+  std::lock_guard lock(m);
+  if (!slot.load(std::memory_order_relaxed))
+    slot.store(generate(mr, vectors, mode), std::memory_order_release);
+  return slot.load(std::memory_order_relaxed);
 }
 
 } // namespace rlx::jit
