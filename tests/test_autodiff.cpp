@@ -185,6 +185,23 @@ std::vector<Case> cases() {
                        {F({M, 2, 3, 4})}));
   cs.push_back(op_case("avg_pool2d", Op(OpKind::AvgPool2d, Pool2dAttrs{{2, 3}, {1, 2}, {1, 1}}),
                        {F({M, 2, 3, 4})}));
+  // Spectral: fft in the real-block layout in each direction and norm (odd and even lengths);
+  // lfilter with respect to x (its coefficients are constants of the graph).
+  cs.push_back(op_case("fft", Op(OpKind::Fft, FftAttrs{false, FftNorm::Backward}), {F({M, 10})}));
+  cs.push_back(op_case("fft, inverse, norm forward",
+                       Op(OpKind::Fft, FftAttrs{true, FftNorm::Forward}), {F({M, 2, 14})}));
+  cs.push_back(
+      op_case("fft, ortho", Op(OpKind::Fft, FftAttrs{false, FftNorm::Ortho}), {F({M, 6})}));
+  cs.push_back(graph_case("lfilter, iir", {F({M, 9})}, [](Graph& g, std::span<const NodeId> a) {
+    DType t = g.shape(a[0]).dtype();
+    auto vec = [&](std::vector<double> v) { // a constant vector from scalar constants
+      std::vector<NodeId> parts;
+      for (double e : v) parts.push_back(g.reshape_(g.constant(e, t), {1}));
+      return g.concat_(parts, 0);
+    };
+    NodeId b = vec({0.5, 0.25, -0.125}), den = vec({1.0, -0.5, 0.2});
+    return g.add_inferred(Op(OpKind::Lfilter), {a[0], b, den});
+  }));
   // Graphs: a value used twice, a broadcast parameter, a two-layer network with a mean loss.
   cs.push_back(graph_case("a value read by three nodes", {F({M, N})},
                           [](Graph& g, std::span<const NodeId> a) {

@@ -41,6 +41,16 @@ Grad jvp_where(Builder& b, const Node& n, Tans t) {
   return fit(b, n, b.where(in(n, 0), tan_or_zero(b, n, t, 1), tan_or_zero(b, n, t, 2)));
 }
 
+/// lfilter is linear in (x, zi) jointly for fixed coefficients; their tangents are refused.
+Grad jvp_lfilter(Builder& b, const Node& n, Tans t) {
+  if ((t.size() > 1 && t[1]) || (t.size() > 2 && t[2]))
+    fail(ErrorKind::Unsupported, "autodiff: the derivative of lfilter with respect to its "
+                                 "coefficients b and a is not implemented (only x and zi)");
+  std::vector<NodeId> ops{tan_or_zero(b, n, t, 0), in(n, 1), in(n, 2)};
+  if (n.inputs.size() > 3) ops.push_back(tan_or_zero(b, n, t, 3));
+  return b.op(n.op, std::move(ops));
+}
+
 NodeId keep_dims(Builder& b, const Node& n, NodeId v) {
   const auto& a = n.op.attrs<ir::ReduceAttrs>();
   if (a.keep_dim) return v;
@@ -190,6 +200,8 @@ constexpr JvpEntry kJvp[] = {
     {OpKind::ConvTranspose1d, kRule, jvp_bilinear},
     {OpKind::MaxPool2d, kRule, jvp_max_pool},
     {OpKind::AvgPool2d, kLinear, nullptr},
+    {OpKind::Fft, kLinear, nullptr},
+    {OpKind::Lfilter, kRule, jvp_lfilter},
 };
 
 const std::array<const JvpEntry*, ir::kNumOps> kJvpIndex = [] {

@@ -426,6 +426,38 @@ Grads vjp_axial_rope(Builder& b, const Node& n, NodeId dy, Want) {
   return {b.reshape(b.concat({xa, xb}, 4), Ints(xs.begin(), xs.end()))};
 }
 
+/// fft is linear, y = s W x with the DFT matrix W symmetric, so in the real representation of
+/// the complex values (the 2N real-block layout is a permutation of it) its adjoint is s conj(W):
+/// the transform the other way, unscaled (norm Backward scales neither way), times the same s.
+Grads vjp_fft(Builder& b, const Node& n, NodeId dy, Want) {
+  const auto& a = n.op.attrs<ir::FftAttrs>();
+  auto xs = b.sizes(in(n, 0));
+  double len = xs.empty() ? 1.0 : double(xs.back()) / 2.0; // complex values per row (f32, f64)
+  double scale = 1.0;
+  if (a.norm == ir::FftNorm::Ortho) scale = 1.0 / std::sqrt(len);
+  if (a.norm == ir::FftNorm::Forward && a.inverse) scale = 1.0 / len;
+  NodeId g = b.op(ir::Op(OpKind::Fft, ir::FftAttrs{!a.inverse, ir::FftNorm::Backward}), {dy});
+  if (scale != 1.0) g = b.mul(g, b.like(scale, g));
+  return {g};
+}
+
+/// lfilter is linear in x for fixed coefficients: y = H x with H lower-triangular Toeplitz, so
+/// H^T dy = reverse(H reverse(dy)) along the last axis. Coefficients and the initial state are
+/// refused (not implemented) rather than given a wrong zero gradient.
+Grads vjp_lfilter(Builder& b, const Node& n, NodeId dy, Want want) {
+  for (std::size_t j = 1; j < want.size(); ++j)
+    if (want[j])
+      fail(ErrorKind::Unsupported, "autodiff: the gradient of lfilter with respect to its ",
+           j == 3 ? "initial state zi" : "coefficients b and a",
+           " is not implemented (only with respect to x)");
+  int64_t last = b.rank(dy) - 1;
+  auto rev = [&](NodeId v) { return b.op(ir::Op(OpKind::Reverse, ir::ReverseAttrs{{last}}), {v}); };
+  NodeId filtered = b.op(n.op, {rev(dy), in(n, 1), in(n, 2)});
+  Grads grads(n.inputs.size());
+  grads[0] = rev(filtered);
+  return grads;
+}
+
 constexpr RuleKind kRule = RuleKind::Rule;
 constexpr RuleKind kDecompose = RuleKind::Decompose;
 
@@ -511,6 +543,8 @@ constexpr VjpEntry kVjp[] = {
     {OpKind::ConvTranspose1d, kDecompose, nullptr},
     {OpKind::MaxPool2d, kRule, vjp_max_pool},
     {OpKind::AvgPool2d, kRule, vjp_avg_pool},
+    {OpKind::Fft, kRule, vjp_fft},
+    {OpKind::Lfilter, kRule, vjp_lfilter},
 };
 
 const std::array<const VjpEntry*, ir::kNumOps> kVjpIndex = [] {
