@@ -107,6 +107,19 @@ void add_resize_rules(Rules& r);
 /// All rules, built once.
 const Rules& rules();
 
+// ---- Small graph helpers the rule files share.
+inline ir::NodeId op1(Ctx& c, ir::OpKind k, ir::NodeId x) {
+  return c.g.add_inferred(ir::Op(k), {x});
+}
+inline ir::NodeId op2(Ctx& c, ir::OpKind k, ir::NodeId a, ir::NodeId b) {
+  return c.g.add_inferred(ir::Op(k), {a, b});
+}
+/// A scalar constant of x's dtype.
+inline ir::NodeId like(Ctx& c, ir::NodeId x, double v) { return c.scalar(v, c.g.shape(x).dtype()); }
+inline ir::NodeId reduce(Ctx& c, ir::OpKind k, ir::NodeId x, std::vector<int64_t> axes, bool keep) {
+  return c.g.add_inferred(ir::Op(k, ir::ReduceAttrs{std::move(axes), keep}), {x});
+}
+
 /// Decode a buffer of the node's operand as int64 values.
 std::vector<int64_t> to_ints(const interp::Buffer& b);
 

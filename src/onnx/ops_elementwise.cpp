@@ -14,10 +14,6 @@ using ir::OpKind;
 
 namespace {
 
-NodeId op1(Ctx& c, OpKind k, NodeId x) { return c.g.add_inferred(Op(k), {x}); }
-NodeId op2(Ctx& c, OpKind k, NodeId a, NodeId b) { return c.g.add_inferred(Op(k), {a, b}); }
-/// A scalar constant of x's dtype.
-NodeId like(Ctx& c, NodeId x, double v) { return c.scalar(v, c.g.shape(x).dtype()); }
 NodeId cast_to(Ctx& c, NodeId x, DType dt) {
   return c.g.shape(x).dtype() == dt ? x : c.g.cast(x, dt);
 }

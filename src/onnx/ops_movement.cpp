@@ -16,7 +16,6 @@ using ir::OpKind;
 
 namespace {
 
-NodeId op2(Ctx& c, OpKind k, NodeId a, NodeId b) { return c.g.add_inferred(Op(k), {a, b}); }
 int64_t product(std::span<const int64_t> v) {
   return std::accumulate(v.begin(), v.end(), int64_t(1), std::multiplies<>());
 }

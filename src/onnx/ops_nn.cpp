@@ -18,12 +18,6 @@ using ir::OpKind;
 
 namespace {
 
-NodeId op1(Ctx& c, OpKind k, NodeId x) { return c.g.add_inferred(Op(k), {x}); }
-NodeId op2(Ctx& c, OpKind k, NodeId a, NodeId b) { return c.g.add_inferred(Op(k), {a, b}); }
-NodeId like(Ctx& c, NodeId x, double v) { return c.scalar(v, c.g.shape(x).dtype()); }
-NodeId reduce(Ctx& c, OpKind k, NodeId x, std::vector<int64_t> axes, bool keep) {
-  return c.g.add_inferred(Op(k, ir::ReduceAttrs{std::move(axes), keep}), {x});
-}
 /// v reshaped to [C, 1, ...] so that it broadcasts along axis 1 of a rank-r tensor.
 NodeId per_channel(Ctx& c, NodeId v, int64_t r) {
   std::vector<int64_t> d(static_cast<std::size_t>(std::max<int64_t>(r - 1, 1)), 1);

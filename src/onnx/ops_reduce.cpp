@@ -13,13 +13,6 @@ using ir::OpKind;
 
 namespace {
 
-NodeId op1(Ctx& c, OpKind k, NodeId x) { return c.g.add_inferred(Op(k), {x}); }
-NodeId op2(Ctx& c, OpKind k, NodeId a, NodeId b) { return c.g.add_inferred(Op(k), {a, b}); }
-NodeId like(Ctx& c, NodeId x, double v) { return c.scalar(v, c.g.shape(x).dtype()); }
-NodeId reduce(Ctx& c, OpKind k, NodeId x, std::vector<int64_t> axes, bool keep) {
-  return c.g.add_inferred(Op(k, ir::ReduceAttrs{std::move(axes), keep}), {x});
-}
-
 /// The axes of a Reduce* node (attribute, or operand 1 from ReduceSum 13 and opset 18), made
 /// non-negative; nullopt when the node reduces nothing (noop_with_empty_axes).
 std::optional<std::vector<int64_t>> reduce_axes(Ctx& c, bool axes_operand) {
