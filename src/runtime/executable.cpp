@@ -90,7 +90,9 @@ std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
   // norms, which keep their sums unrounded.
   ir::verify(g);
   ir::Graph opt = g;
-  passes::compile_pipeline(opt);
+  passes::PipelineOptions opts;
+  opts.conv_as_matmul = backend == Backend::Jit && jit::gemm_supported();
+  passes::compile_pipeline(opt, opts);
   if (backend == Backend::Jit) return jit::compile_graph(opt);
   return std::make_shared<InterpExecutable>(opt);
 }
