@@ -90,8 +90,12 @@ std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
   // norms, which keep their sums unrounded.
   ir::verify(g);
   ir::Graph opt = g;
+  // Where the JIT's GEMM runs, convolutions become products and a product's bias and
+  // activation go into the GEMM's store (the interpreter keeps the unfused reference forms).
   passes::PipelineOptions opts;
-  opts.conv_as_matmul = backend == Backend::Jit && jit::gemm_supported();
+  const bool gemm = backend == Backend::Jit && jit::gemm_supported();
+  opts.conv_as_matmul = gemm;
+  opts.fuse.matmul_bias_act = gemm;
   passes::compile_pipeline(opt, opts);
   if (backend == Backend::Jit) return jit::compile_graph(opt);
   return std::make_shared<InterpExecutable>(opt);
