@@ -352,6 +352,31 @@ Subject plant_shared_matmul(const RandomGraph& rg, Rng& rng, bool outputs_only =
       });
 }
 
+/// rg with, after about half of its non-bool, non-complex values x of rank >= 1, a custom_fn of
+/// x as an extra output: the body adds its Inputs (x twice, or x once, doubled), and sometimes
+/// calls a custom_fn of its own.
+Subject plant_custom_fn(const RandomGraph& rg, Rng& rng, bool outputs_only = false) {
+  return plant_after(
+      rg, rng, 0.5, outputs_only,
+      [](ir::DType t) { return t != ir::DType::Bool && !ir::is_complex(t); },
+      [&](ir::Graph& h, NodeId id, const ir::Shape& s, std::vector<NodeId>& extra) {
+        auto body = [&](bool two) {
+          ir::Graph f("f");
+          NodeId a = f.input("a", s);
+          NodeId b = two ? f.input("b", s) : a;
+          f.set_outputs({f.add(a, b)});
+          return f;
+        };
+        bool two = rng.chance(0.5);
+        ir::Graph f = body(two);
+        if (rng.chance(0.3)) { // nested: the body's value goes through a custom_fn again
+          NodeId v = f.outputs[0];
+          f.set_outputs({f.custom_fn({v}, body(false))});
+        }
+        extra.push_back(two ? h.custom_fn({id, id}, f) : h.custom_fn({id}, f));
+      });
+}
+
 /// rg as it is, with values for about half of its params in the options.
 Subject specialize_some(const RandomGraph& rg, Rng& rng) {
   Subject s{rg.graph, feeds_by_name(rg.graph, rg.leaves), {}};
@@ -362,6 +387,7 @@ Subject specialize_some(const RandomGraph& rg, Rng& rng) {
 
 /// What each pass's property test runs it on.
 Subject subject_for(std::string_view pass, const RandomGraph& rg, Rng& rng) {
+  if (pass == "inline_custom_fn") return plant_custom_fn(rg, rng);
   if (pass == "param_specialize") return specialize_some(rg, rng);
   if (pass == "constant_fold") return bake_leaves(rg, rng, 0.6);
   if (pass == "algebraic_simplify") return plant_identities(rg, rng);
@@ -392,6 +418,7 @@ Subject pipeline_subject(const RandomGraph& rg, Rng& rng) {
   step.graph = plant_swiglu(step, rng, true).graph;
   step.graph = plant_shared_matmul(step, rng, true).graph;
   step.graph = plant_conv(step, rng, true).graph;
+  if (rng.chance(0.5)) step.graph = plant_custom_fn(step, rng, true).graph;
   Subject s = specialize_some(step, rng);
   s.feeds = baked.feeds;
   return s;

@@ -29,6 +29,13 @@ struct PassOptions {
 // verified graph whose outputs compute the same values (as the interpreter computes them; the
 // exceptions are named). Unchanged nodes keep their labels and source locations.
 
+/// Replace every custom_fn node by its fwd_body, its Inputs bound to the node's operands (and
+/// its symbols to their dims), nested custom_fns too; the override AD bodies are dropped (this
+/// runs on graphs about to execute, after autodiff used them). Guarantees: bit-identical values
+/// (the interpreter's custom_fn kernel runs the same body). Copies only the body nodes its
+/// output needs; operands the body ignores are left for dce.
+bool inline_custom_fn(ir::Graph& g, const PassOptions& opts = {});
+
 /// Replace every Param named in `opts.params` by a Constant holding that buffer.
 /// Assumes: each buffer has its param's exact shape and dtype (else an rlx::Error naming the
 /// param and both shapes); names not in the graph are ignored. Guarantees: those params are no
@@ -126,6 +133,7 @@ struct PassInfo {
 };
 
 inline constexpr PassInfo kPasses[] = {
+    {"inline_custom_fn", "replace custom_fn nodes by their fwd_body", &inline_custom_fn, true},
     {"param_specialize", "bake the parameters given in PassOptions::params into constants",
      &param_specialize, true},
     {"decompose", "rewrite composite ops (softmax, norms, attention, ...) into primitives",
@@ -205,12 +213,12 @@ struct PassRun {
   std::size_t nodes = 0; ///< after the pass
 };
 
-/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): param_specialize,
-/// [decompose], constant_fold, algebraic_simplify, cse, [conv_as_matmul], [fuse_shared_matmul],
-/// [fuse_swiglu], [fuse_matmul_bias_act], [fuse_residual_norm], dce (in brackets: as the options
-/// say). Rewrites g in place; returns one entry per pass run. RLX_DEBUG (a comma-separated list)
-/// adds `passes` (dump_changed) and `pass-times` (time_passes) to the options; another item is an
-/// rlx::Error.
+/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): inline_custom_fn,
+/// param_specialize, [decompose], constant_fold, algebraic_simplify, cse, [conv_as_matmul],
+/// [fuse_shared_matmul], [fuse_swiglu], [fuse_matmul_bias_act], [fuse_residual_norm], dce (in
+/// brackets: as the options say). Rewrites g in place; returns one entry per pass run. RLX_DEBUG
+/// (a comma-separated list) adds `passes` (dump_changed) and `pass-times` (time_passes) to the
+/// options; another item is an rlx::Error.
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
 
 /// Any stage in, LIR out: HIR lowers to MIR (its fusion policy), the compile pipeline optimizes

@@ -88,6 +88,9 @@ const PassInfo* find_pass(std::string_view name) {
 
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts) {
   PassRunner run(g, opts);
+  // First: user-defined sub-graphs become ordinary nodes every later pass (and the JIT's
+  // fusion) sees through.
+  run(inline_custom_fn);
   // Weights given as values become constants, so that their math folds below.
   run(param_specialize);
   // Off by default: every backend runs every composite op.
