@@ -126,38 +126,55 @@ private:
             skip_masked = true;
             break;
           }
+    // A Custom mask is the same for every query of a batch: which keys it leaves, once.
+    const char* keys = nullptr;
+    if (g.mask == MaskType::Custom) {
+      for (int64_t j = 0; j < g.sk; ++j)
+        s.visible[std::size_t(j)] =
+            double(mask[b * g.mask_strides[0] + j * g.mask_strides[1]]) >= 0.5;
+      keys = s.visible.data();
+    }
+    int64_t shift = g.sk - g.sq;
     for (int64_t i = 0; i < g.sq; ++i) {
       float* row = scores + i * g.sk;
+      // Causal and sliding-window masks leave the keys [lo, hi) to query i.
+      int64_t lo = 0, hi = g.sk;
+      if (g.mask == MaskType::Causal || g.mask == MaskType::SlidingWindow)
+        hi = std::clamp<int64_t>(i + shift + 1, 0, g.sk);
+      if (g.mask == MaskType::SlidingWindow)
+        lo = std::clamp<int64_t>(i + shift - g.window + 1, 0, hi);
+      const float* bias =
+          g.mask == MaskType::Bias
+              ? mask + b * g.mask_strides[0] + h * g.mask_strides[1] + i * g.mask_strides[2]
+              : nullptr;
       double max = -kInf;
       bool nan = false;
-      for (int64_t j = 0; j < g.sk; ++j) {
-        bool vis = visible(b, i, j, mask);
-        s.visible[std::size_t(j)] = vis;
-        if (!vis) continue;
+      for (int64_t j = lo; j < hi; ++j) {
+        if (keys && !keys[j]) continue;
         double x = double(row[j]) * g.scale;
         if (g.cap > 0) x = g.cap * std::tanh(x / g.cap);
-        if (g.mask == MaskType::Bias)
-          x += double(mask[b * g.mask_strides[0] + h * g.mask_strides[1] + i * g.mask_strides[2] +
-                           j * g.mask_strides[3]]);
+        if (bias) x += double(bias[j * g.mask_strides[3]]);
         row[j] = float(x);
         nan = nan || std::isnan(x);
-        if (x > max) max = x;
+        max = x > max ? x : max;
       }
       if (!nan && max == -kInf) { // every key masked: zeros
         std::fill(row, row + g.sk, 0.0f);
         continue;
       }
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + hi, row + g.sk, 0.0f);
       double sum = 0;
-      for (int64_t j = 0; j < g.sk; ++j) {
-        if (!s.visible[std::size_t(j)]) {
+      for (int64_t j = lo; j < hi; ++j) {
+        if (keys && !keys[j]) {
           row[j] = 0;
           continue;
         }
         row[j] = std::exp(float(double(row[j]) - max));
         sum += double(row[j]);
       }
-      double inv = 1.0 / sum;
-      for (int64_t j = 0; j < g.sk; ++j) row[j] = float(double(row[j]) * inv);
+      float inv = float(1.0 / sum);
+      for (int64_t j = lo; j < hi; ++j) row[j] *= inv;
     }
     float* ctx = s.ctx.data();
     if (g.sk == 0) {
