@@ -61,7 +61,7 @@ struct Geometry {
 /// Scratch of one task, per thread, grown as needed.
 struct Scratch {
   std::vector<float> scores, ctx;
-  std::vector<char> visible;
+  std::vector<char> visible, empty_rows;
 };
 thread_local Scratch scratch;
 
@@ -105,6 +105,7 @@ private:
     s.scores.resize(std::size_t(g.sq * g.sk));
     s.ctx.resize(std::size_t(g.sq * g.dim));
     s.visible.resize(std::size_t(g.sk));
+    s.empty_rows.assign(std::size_t(g.sq), 0);
     const float* qh = q + b * g.sq * g.q_ld + h * g.dim;
     const float* kh = k + b * g.sk * g.k_ld + h * g.dim;
     const float* vh = v + b * g.sk * g.v_ld + h * g.dim;
@@ -118,14 +119,7 @@ private:
       sgemm(qk, 1);
     }
     constexpr double kInf = std::numeric_limits<double>::infinity();
-    bool skip_masked = false; // a masked key's value is not finite: the GEMM must not see it
-    if (g.mask != MaskType::None)
-      for (int64_t j = 0; j < g.sk && !skip_masked; ++j)
-        for (int64_t d = 0; d < g.dim; ++d)
-          if (!std::isfinite(vh[j * g.v_ld + d])) {
-            skip_masked = true;
-            break;
-          }
+    bool skips = false; // some row leaves a key out (a masked key, or every key)
     // A Custom mask is the same for every query of a batch: which keys it leaves, once.
     const char* keys = nullptr;
     if (g.mask == MaskType::Custom) {
@@ -143,6 +137,7 @@ private:
         hi = std::clamp<int64_t>(i + shift + 1, 0, g.sk);
       if (g.mask == MaskType::SlidingWindow)
         lo = std::clamp<int64_t>(i + shift - g.window + 1, 0, hi);
+      skips = skips || lo > 0 || hi < g.sk;
       const float* bias =
           g.mask == MaskType::Bias
               ? mask + b * g.mask_strides[0] + h * g.mask_strides[1] + i * g.mask_strides[2]
@@ -150,7 +145,10 @@ private:
       double max = -kInf;
       bool nan = false;
       for (int64_t j = lo; j < hi; ++j) {
-        if (keys && !keys[j]) continue;
+        if (keys && !keys[j]) {
+          skips = true;
+          continue;
+        }
         double x = double(row[j]) * g.scale;
         if (g.cap > 0) x = g.cap * std::tanh(x / g.cap);
         if (bias) x += double(bias[j * g.mask_strides[3]]);
@@ -160,6 +158,8 @@ private:
       }
       if (!nan && max == -kInf) { // every key masked: zeros
         std::fill(row, row + g.sk, 0.0f);
+        s.empty_rows[std::size_t(i)] = 1;
+        skips = true;
         continue;
       }
       std::fill(row, row + lo, 0.0f);
@@ -176,6 +176,15 @@ private:
       float inv = float(1.0 / sum);
       for (int64_t j = lo; j < hi; ++j) row[j] *= inv;
     }
+    // The interpreter never reads a value its row leaves out; the GEMM multiplies it by zero,
+    // which is zero unless the value is inf or NaN.
+    bool skip_masked = false;
+    for (int64_t j = 0; skips && j < g.sk && !skip_masked; ++j)
+      for (int64_t d = 0; d < g.dim; ++d)
+        if (!std::isfinite(vh[j * g.v_ld + d])) {
+          skip_masked = true;
+          break;
+        }
     float* ctx = s.ctx.data();
     if (g.sk == 0) {
       std::fill(ctx, ctx + g.sq * g.dim, 0.0f);
@@ -190,7 +199,7 @@ private:
       for (int64_t i = 0; i < g.sq; ++i)
         for (int64_t d = 0; d < g.dim; ++d) {
           double acc = 0;
-          for (int64_t j = 0; j < g.sk; ++j)
+          for (int64_t j = 0; j < g.sk && !s.empty_rows[std::size_t(i)]; ++j)
             if (visible(b, i, j, mask)) acc += double(scores[i * g.sk + j]) * vh[j * g.v_ld + d];
           ctx[i * g.dim + d] = float(acc);
         }

@@ -151,6 +151,12 @@ TEST_CASE("a masked key whose value is inf or NaN is skipped, as the interpreter
   bc.leaves[2].set_f64(3 * 8 + 1,
                        std::numeric_limits<double>::infinity()); // only the last query sees key 3
   jit_matches_interpreter(bc);
+  // A bias of -inf on every key of query 0: that row is zeros, whatever the values are.
+  double inf = std::numeric_limits<double>::infinity();
+  Problem bias{"bias", {1, 8, MaskType::Bias}, 1, 3, 4, {1, 1, 3, 4}};
+  Built bb = build(bias, 9, {-inf, -inf, -inf, -inf});
+  bb.leaves[2].set_f64(2 * 8 + 5, inf);
+  jit_matches_interpreter(bb);
 }
 
 TEST_CASE("one executable runs from two threads at once and its results outlive the next call") {
