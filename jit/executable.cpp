@@ -71,6 +71,9 @@ std::string plan_text(const ir::Graph& g, const Plan& plan, const std::vector<st
     else if (step.kind == Step::Kind::Row)
       s += "row kernel " + row_names[i] + ": " + ir::node_to_text(g, step.node) +
            (step.prologue ? " (operand 0 computed by " + names[step.kernel] + ")" : "") + "\n";
+    else if (step.kind == Step::Kind::View)
+      s += "view " + ir::node_to_text(g, step.node) + " (at byte " +
+           std::to_string(*alias_view(g, g.node(step.node))) + ")\n";
     else if (step.kind == Step::Kind::Library)
       s += std::string(step.library->name) + " " + ir::node_to_text(g, step.node) + "\n";
     else
@@ -135,6 +138,15 @@ public:
         log_compile(g, logged, name, ms.count());
       }
     }
+    view_offset_.assign(plan_.steps.size(), 0);
+    root_.resize(g.len());
+    for (std::size_t i = 0; i < g.len(); ++i) root_[i] = uint32_t(i);
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i)
+      if (plan_.steps[i].kind == Step::Kind::View) {
+        const ir::Node& n = g.node(plan_.steps[i].node);
+        view_offset_[i] = *alias_view(g, n);
+        root_[n.id.index] = root_[n.inputs[0].index];
+      }
     library_.resize(plan_.steps.size()); // FFTW plans, attention's strides: made now, once
     for (std::size_t i = 0; i < plan_.steps.size(); ++i)
       if (plan_.steps[i].kind == Step::Kind::Library)
@@ -178,6 +190,11 @@ public:
     std::vector<void*> args;
     for (std::size_t step_index = 0; step_index < plan_.steps.size(); ++step_index) {
       const Step& step = plan_.steps[step_index];
+      if (step.kind == Step::Kind::View) { // the operand's bytes from an offset on
+        const ir::Node& n = g.node(step.node);
+        ptr[n.id.index] = ptr[n.inputs[0].index] + view_offset_[step_index];
+        continue;
+      }
       if (step.kind == Step::Kind::Runtime) {
         const ir::Node& n = g.node(step.node);
         std::vector<const interp::Buffer*> ops;
@@ -261,6 +278,7 @@ public:
 private:
   /// The values each step makes (a kernel's outputs, else its node).
   std::vector<ir::NodeId> made_by(const Step& step) const {
+    if (step.kind == Step::Kind::View) return {}; // no bytes of its own
     return step.kind == Step::Kind::Native ? plan_.kernels[step.kernel].outputs
                                            : std::vector<ir::NodeId>{step.node};
   }
@@ -284,8 +302,8 @@ private:
       const Step& step = plan_.steps[s];
       std::vector<ir::NodeId> reads =
           step.kind == Step::Kind::Native ? plan_.kernels[step.kernel].buffers : row_reads(step);
-      for (ir::NodeId in : reads) {
-        last_use[in.index] = s + 1;
+      for (ir::NodeId in : reads) { // reading a view reads its root's bytes
+        last_use[root_[in.index]] = s + 1;
         if (step.kind == Step::Kind::Runtime) pooled[in.index] = 1;
       }
       for (ir::NodeId id : made_by(step)) {
@@ -334,8 +352,8 @@ private:
     }
   }
 
-  /// The buffers a Row, Gemm, Library or Runtime step reads, in its kernel's argument order: the
-  /// node's operands, the first one replaced by its prologue's operands when it has one.
+  /// The buffers a Row, Gemm, Library, View or Runtime step reads, in its kernel's argument
+  /// order: the node's operands, the first one replaced by its prologue's operands when it has one.
   std::vector<ir::NodeId> row_reads(const Step& step) const {
     if (step.kind == Step::Kind::Gemm) return gemm_reads(graph_, graph_.node(step.node));
     if (step.kind == Step::Kind::Library)
@@ -358,6 +376,8 @@ private:
   static constexpr std::size_t kNoSlot = ~std::size_t(0);
   std::vector<std::vector<uint32_t>> releases_; ///< per step: pooled values last read there
   std::vector<std::size_t> slot_;               ///< per node: arena offset, or kNoSlot
+  std::vector<uint32_t> root_;        ///< per node: the node whose bytes it is (views), or itself
+  std::vector<uint64_t> view_offset_; ///< per step index, for View steps: bytes into the operand
   std::size_t arena_bytes_ = 0;
   mutable std::mutex arena_mutex_; ///< guards arena_ (a call that finds it taken makes its own)
   mutable Storage arena_;

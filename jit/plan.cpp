@@ -4,6 +4,8 @@
 #include "gemm_step.hpp"
 #include "library.hpp"
 
+#include "rlx/ir/lir.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -75,6 +77,14 @@ void fuse_row_prologues(const ir::Graph& g, Plan& plan, const std::vector<std::s
 
 } // namespace
 
+std::optional<uint64_t> alias_view(const ir::Graph& g, const ir::Node& n) {
+  ir::OpKind k = n.op.kind();
+  if (k != ir::OpKind::Narrow && k != ir::OpKind::Slice) return std::nullopt;
+  std::optional<uint64_t> off = ir::view_offset(g, n);
+  if (!off || *off % 64 != 0) return std::nullopt;
+  return off;
+}
+
 Plan make_plan(const ir::Graph& g) {
   Plan plan;
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
@@ -83,6 +93,10 @@ Plan make_plan(const ir::Graph& g) {
   // them.
   std::vector<char> needed(g.len(), 0);
   for (ir::NodeId o : g.outputs) needed[o.index] = 1;
+  // Values an interpreter kernel reads (it takes interp::Buffers) or the caller receives: a
+  // view of them must be a buffer of its own. The others become View steps (`view`).
+  std::vector<char> buffer_read(g.len(), 0), view(g.len(), 0);
+  for (ir::NodeId o : g.outputs) buffer_read[o.index] = 1;
   // Consumers come after their operands: walking backwards, a reshape or expand knows whether
   // it is needed before its operands are marked.
   for (std::size_t i = g.len(); i-- > 0;) {
@@ -101,8 +115,16 @@ Plan make_plan(const ir::Graph& g) {
       for (ir::NodeId in : lib->reads(g, n)) needed[in.index] = 1;
       continue;
     }
+    // Every reader of n has been seen (readers come later in graph order).
+    if (!buffer_read[i] && alias_view(g, n)) {
+      view[i] = 1;
+      needed[n.inputs[0].index] = 1;
+      continue;
+    }
     bool native = lowers_natively(g, n);
     for (ir::NodeId in : n.inputs) needed[(native ? resolve(g, in).buffer : in).index] = 1;
+    if (!native && !lowers_as_row(g, n))
+      for (ir::NodeId in : n.inputs) buffer_read[in.index] = 1;
   }
   // A transpose only Gemm steps read folds into their packing, a narrow only library kernels
   // read into their row strides; both read their operand.
@@ -122,6 +144,11 @@ Plan make_plan(const ir::Graph& g) {
       ir::NodeId from =
           is_gemm_transpose(g, n) || library_view(g, n.id) ? n.inputs[0] : resolve(g, n.id).buffer;
       step_of[n.id.index] = step_of[from.index];
+      continue;
+    }
+    if (view[n.id.index]) {
+      step_of[n.id.index] = plan.steps.size() + 1;
+      plan.steps.push_back({Step::Kind::View, 0, n.id});
       continue;
     }
     if (!lowers_natively(g, n)) {
