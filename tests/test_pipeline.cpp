@@ -114,12 +114,13 @@ TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose and the
   for (const passes::PassInfo& p : passes::kPasses) all.push_back(p.name);
   std::vector<std::string_view> by_default = all;
   for (std::string_view off :
-       {"decompose", "fuse_shared_matmul", "fuse_swiglu", "fuse_matmul_bias_act"})
+       {"decompose", "conv_as_matmul", "fuse_shared_matmul", "fuse_swiglu", "fuse_matmul_bias_act"})
     std::erase(by_default, off);
   ir::Graph g = sample();
   CHECK(names(passes::compile_pipeline(g)) == by_default);
   passes::PipelineOptions opts;
   opts.decompose = true;
+  opts.conv_as_matmul = true;
   opts.fuse = passes::FuseOptions::all();
   g = sample();
   CHECK(names(passes::compile_pipeline(g, opts)) == all);
@@ -181,6 +182,7 @@ TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass 
   ir::Graph before = g;
   passes::PipelineOptions opts;
   opts.decompose = true;
+  opts.conv_as_matmul = true;
   opts.fuse = passes::FuseOptions::all();
   std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
   CHECK(runs.size() == std::size(passes::kPasses));
