@@ -1,9 +1,9 @@
 // jit/executable.cpp -- the JIT's Executable: native kernels and runtime steps in plan order.
 #include "debug.hpp"
 #include "gemm_step.hpp"
+#include "library.hpp"
 #include "lower.hpp"
 #include "plan.hpp"
-#include "runtime/fftw_kernels.hpp"
 #include "runtime/jit_backend.hpp"
 #include "runtime/thread_pool.hpp"
 #include "llvm/session.hpp"
@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 
 namespace rlx::jit {
 
@@ -70,9 +71,13 @@ std::string plan_text(const ir::Graph& g, const Plan& plan, const std::vector<st
     else if (step.kind == Step::Kind::Row)
       s += "row kernel " + row_names[i] + ": " + ir::node_to_text(g, step.node) +
            (step.prologue ? " (operand 0 computed by " + names[step.kernel] + ")" : "") + "\n";
+    else if (step.kind == Step::Kind::View)
+      s += "view " + ir::node_to_text(g, step.node) + " (at byte " +
+           std::to_string(*alias_view(g, g.node(step.node))) + ")\n";
+    else if (step.kind == Step::Kind::Library)
+      s += std::string(step.library->name) + " " + ir::node_to_text(g, step.node) + "\n";
     else
-      s += std::string(runtime::fftw_handles(g.node(step.node)) ? "fftw " : "runtime ") +
-           ir::node_to_text(g, step.node) + "\n";
+      s += "runtime " + ir::node_to_text(g, step.node) + "\n";
   }
   return s;
 }
@@ -133,12 +138,22 @@ public:
         log_compile(g, logged, name, ms.count());
       }
     }
-    for (const Step& step : plan_.steps) // FFTW plans are made now, once per shape
-      if (step.kind == Step::Kind::Runtime && runtime::fftw_handles(g.node(step.node)))
-        runtime::fftw_prepare(g.node(step.node));
+    view_offset_.assign(plan_.steps.size(), 0);
+    root_.resize(g.len());
+    for (std::size_t i = 0; i < g.len(); ++i) root_[i] = uint32_t(i);
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i)
+      if (plan_.steps[i].kind == Step::Kind::View) {
+        const ir::Node& n = g.node(plan_.steps[i].node);
+        view_offset_[i] = *alias_view(g, n);
+        root_[n.id.index] = root_[n.inputs[0].index];
+      }
+    library_.resize(plan_.steps.size()); // FFTW plans, attention's strides: made now, once
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i)
+      if (plan_.steps[i].kind == Step::Kind::Library)
+        library_[i] = plan_.steps[i].library->prepare(g, g.node(plan_.steps[i].node));
     description_ = plan_text(g, plan_, names, row_names, exe);
     if (debug.dump_lir) write_dump(debug, exe + ".lir.txt", description_);
-    plan_releases();
+    plan_memory();
   }
 
   std::vector<interp::Buffer> run(std::span<const interp::Buffer* const> leaves) const override {
@@ -147,39 +162,74 @@ public:
     std::vector<const interp::Buffer*> values = interp::feed_leaves(g, leaves);
     for (const ir::Node& n : g.nodes())
       if (n.op.kind() == ir::OpKind::Constant) values[n.id.index] = &constants_[n.id.index];
+    // The arena: the executable's own (warm from the last call) unless another thread is
+    // running it, then one for this call from the memory pool.
+    std::unique_lock arena_lock(arena_mutex_, std::defer_lock);
+    Storage call_arena;
+    std::byte* arena = nullptr;
+    if (arena_bytes_) {
+      if (arena_lock.try_lock()) {
+        if (arena_.size() < arena_bytes_) arena_ = Storage(arena_bytes_, false);
+        arena = arena_.data();
+      } else {
+        call_arena = Storage(arena_bytes_, false);
+        arena = call_arena.data();
+      }
+    }
+    // Where each value's elements are: leaves, constants and owned buffers, or an arena slot.
+    std::vector<std::byte*> ptr(g.len(), nullptr);
+    for (std::size_t i = 0; i < g.len(); ++i)
+      if (values[i]) ptr[i] = const_cast<std::byte*>(values[i]->bytes().data());
+    // The result of node `id` before its step writes it: its arena slot, or a new buffer.
+    auto result = [&](ir::NodeId id) {
+      if (slot_[id.index] != kNoSlot) return ptr[id.index] = arena + slot_[id.index];
+      owned[id.index] = interp::Buffer::uninitialized(g.shape(id));
+      values[id.index] = &owned[id.index];
+      return ptr[id.index] = owned[id.index].bytes().data();
+    };
     std::vector<void*> args;
     for (std::size_t step_index = 0; step_index < plan_.steps.size(); ++step_index) {
       const Step& step = plan_.steps[step_index];
+      if (step.kind == Step::Kind::View) { // the operand's bytes from an offset on
+        const ir::Node& n = g.node(step.node);
+        ptr[n.id.index] = ptr[n.inputs[0].index] + view_offset_[step_index];
+        continue;
+      }
       if (step.kind == Step::Kind::Runtime) {
         const ir::Node& n = g.node(step.node);
         std::vector<const interp::Buffer*> ops;
         for (ir::NodeId in : n.inputs) ops.push_back(values[in.index]);
-        owned[n.id.index] = runtime::fftw_handles(n) ? runtime::fftw_run(n, *ops[0])
-                                                     : interp::eval_node_of_graph(n, ops);
+        owned[n.id.index] = interp::eval_node_of_graph(n, ops);
         values[n.id.index] = &owned[n.id.index];
+        ptr[n.id.index] = owned[n.id.index].bytes().data();
+        release(step_index, owned, values);
+        continue;
+      }
+      if (step.kind == Step::Kind::Library) {
+        const ir::Node& n = g.node(step.node);
+        std::byte* out = result(n.id);
+        std::vector<const std::byte*> reads;
+        for (ir::NodeId in : row_reads(step)) reads.push_back(ptr[in.index]);
+        library_[step_index]->run(reads.data(), out);
         release(step_index, owned, values);
         continue;
       }
       if (step.kind == Step::Kind::Gemm) {
         const ir::Node& n = g.node(step.node);
-        owned[n.id.index] = interp::Buffer::uninitialized(n.shape);
-        values[n.id.index] = &owned[n.id.index];
+        std::byte* out = result(n.id);
         args.clear();
-        for (ir::NodeId in : gemm_reads(g, n))
-          args.push_back(const_cast<std::byte*>(values[in.index]->bytes().data()));
-        args.push_back(owned[n.id.index].bytes().data());
+        for (ir::NodeId in : gemm_reads(g, n)) args.push_back(ptr[in.index]);
+        args.push_back(out);
         gemms_[step_index]->run(args.data());
         release(step_index, owned, values);
         continue;
       }
       if (step.kind == Step::Kind::Row) {
         const ir::Node& n = g.node(step.node);
-        owned[n.id.index] = interp::Buffer::uninitialized(n.shape);
-        values[n.id.index] = &owned[n.id.index];
+        std::byte* out = result(n.id);
         args.clear();
-        for (ir::NodeId in : row_reads(step))
-          args.push_back(const_cast<std::byte*>(values[in.index]->bytes().data()));
-        args.push_back(owned[n.id.index].bytes().data());
+        for (ir::NodeId in : row_reads(step)) args.push_back(ptr[in.index]);
+        args.push_back(out);
         void* const* bufs = args.data();
         int64_t rows = row_count(g, n);
         int64_t len = rows ? *g.shape(n.inputs[0]).num_elements() / rows : 1;
@@ -192,13 +242,8 @@ public:
       }
       const EwKernel& kern = plan_.kernels[step.kernel];
       args.clear();
-      for (ir::NodeId in : kern.buffers)
-        args.push_back(const_cast<std::byte*>(values[in.index]->bytes().data()));
-      for (ir::NodeId out : kern.outputs) {
-        owned[out.index] = interp::Buffer::uninitialized(g.shape(out));
-        values[out.index] = &owned[out.index];
-        args.push_back(owned[out.index].bytes().data());
-      }
+      for (ir::NodeId in : kern.buffers) args.push_back(ptr[in.index]);
+      for (ir::NodeId out : kern.outputs) args.push_back(result(out));
       int64_t n = 1;
       for (int64_t s : kern.shape.sizes()) n *= s;
       KernelFn fn = kernels_[step.kernel].fn;
@@ -212,6 +257,7 @@ public:
       release(step_index, owned, values);
     }
     // Results computed here move out (the last time an output appears); the others copy.
+    // Outputs never live in the arena (plan_arena), so nothing returned aliases it.
     std::vector<interp::Buffer> outs;
     for (std::size_t o = 0; o < g.outputs.size(); ++o) {
       uint32_t i = g.outputs[o].index;
@@ -230,38 +276,88 @@ public:
   std::string describe() const override { return description_; }
 
 private:
-  /// Liveness: after each step, the values computed here that no later step reads and that
-  /// are not outputs; run() frees them then, so their memory returns to the pool
-  /// (rlx/memory.hpp) and the next step's results reuse it while it is still in cache.
-  void plan_releases() {
+  /// The values each step makes (a kernel's outputs, else its node).
+  std::vector<ir::NodeId> made_by(const Step& step) const {
+    if (step.kind == Step::Kind::View) return {}; // no bytes of its own
+    return step.kind == Step::Kind::Native ? plan_.kernels[step.kernel].outputs
+                                           : std::vector<ir::NodeId>{step.node};
+  }
+
+  /// Liveness, computed once: the step after which each value computed here is last read, and
+  /// from that an arena. Values that only native steps (kernels, GEMMs, library kernels) make
+  /// and read, and that are not outputs, get a slot of one arena (64-byte aligned), placed
+  /// largest first at the lowest offset no value live at the same time uses; the executable
+  /// keeps the arena from call to call, so its pages stay mapped and warm, and nothing is
+  /// zeroed (every kernel writes all of its result). The other values (outputs, which move to
+  /// the caller, and the operands and results of the interpreter's kernels, which take
+  /// interp::Buffers) are buffers of the memory pool, freed after their last reader so the next
+  /// step reuses them while they are in cache.
+  void plan_memory() {
     const ir::Graph& g = graph_;
-    std::vector<std::size_t> last_use(g.len(), 0);
-    std::vector<char> keep(g.len(), 0);
-    for (ir::NodeId o : g.outputs) keep[o.index] = 1;
-    for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
+    std::size_t steps = plan_.steps.size();
+    std::vector<std::size_t> last_use(g.len(), 0), made_at(g.len(), 0);
+    std::vector<char> pooled(g.len(), 0);
+    for (ir::NodeId o : g.outputs) pooled[o.index] = 1;
+    for (std::size_t s = 0; s < steps; ++s) {
       const Step& step = plan_.steps[s];
       std::vector<ir::NodeId> reads =
           step.kind == Step::Kind::Native ? plan_.kernels[step.kernel].buffers : row_reads(step);
-      for (ir::NodeId in : reads) last_use[in.index] = s + 1;
-    }
-    releases_.assign(plan_.steps.size(), {});
-    for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
-      const Step& step = plan_.steps[s];
-      std::vector<ir::NodeId> made = step.kind == Step::Kind::Native
-                                         ? plan_.kernels[step.kernel].outputs
-                                         : std::vector<ir::NodeId>{step.node};
-      for (ir::NodeId id : made) {
-        if (keep[id.index]) continue;
-        std::size_t at = last_use[id.index] ? last_use[id.index] - 1 : s; // unread: free now
-        releases_[at].push_back(id.index);
+      for (ir::NodeId in : reads) { // reading a view reads its root's bytes
+        last_use[root_[in.index]] = s + 1;
+        if (step.kind == Step::Kind::Runtime) pooled[in.index] = 1;
       }
+      for (ir::NodeId id : made_by(step)) {
+        made_at[id.index] = s;
+        if (step.kind == Step::Kind::Runtime) pooled[id.index] = 1;
+      }
+    }
+    releases_.assign(steps, {});
+    slot_.assign(g.len(), kNoSlot);
+    struct Value {
+      uint32_t index;
+      std::size_t first, last, bytes;
+    };
+    std::vector<Value> arena_values;
+    for (std::size_t s = 0; s < steps; ++s)
+      for (ir::NodeId id : made_by(plan_.steps[s])) {
+        bool output = std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end();
+        std::size_t last = last_use[id.index] ? last_use[id.index] - 1 : s; // unread: now
+        if (pooled[id.index]) {
+          if (!output) releases_[last].push_back(id.index);
+          continue;
+        }
+        std::size_t bytes = std::size_t(g.shape(id).size_bytes().value_or(0));
+        arena_values.push_back({id.index, s, std::max(last, s), (bytes + 63) / 64 * 64});
+      }
+    std::sort(arena_values.begin(), arena_values.end(), [](const Value& a, const Value& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.index < b.index;
+    });
+    std::vector<const Value*> placed;
+    arena_bytes_ = 0;
+    for (const Value& v : arena_values) {
+      // Slots of values live at the same time, by offset; take the first gap that fits.
+      std::vector<std::pair<std::size_t, std::size_t>> busy;
+      for (const Value* p : placed)
+        if (p->first <= v.last && v.first <= p->last)
+          busy.emplace_back(slot_[p->index], slot_[p->index] + p->bytes);
+      std::sort(busy.begin(), busy.end());
+      std::size_t at = 0;
+      for (auto [lo, hi] : busy) {
+        if (at + v.bytes <= lo) break;
+        at = std::max(at, hi);
+      }
+      slot_[v.index] = at;
+      arena_bytes_ = std::max(arena_bytes_, at + v.bytes);
+      placed.push_back(&v);
     }
   }
 
-  /// The buffers a Row or Runtime step reads, in its kernel's argument order: the node's
-  /// operands, the first one replaced by its prologue's operands when it has one.
+  /// The buffers a Row, Gemm, Library, View or Runtime step reads, in its kernel's argument
+  /// order: the node's operands, the first one replaced by its prologue's operands when it has one.
   std::vector<ir::NodeId> row_reads(const Step& step) const {
     if (step.kind == Step::Kind::Gemm) return gemm_reads(graph_, graph_.node(step.node));
+    if (step.kind == Step::Kind::Library)
+      return step.library->reads(graph_, graph_.node(step.node));
     const std::vector<ir::NodeId>& in = graph_.node(step.node).inputs;
     if (!step.prologue) return in;
     std::vector<ir::NodeId> reads = plan_.kernels[step.kernel].buffers;
@@ -277,9 +373,17 @@ private:
     }
   }
 
-  std::vector<std::vector<uint32_t>> releases_;
-  std::vector<NativeKernel> row_kernels_;        ///< per step index, for Row steps
-  std::vector<std::unique_ptr<GemmStep>> gemms_; ///< per step index, for Gemm steps
+  static constexpr std::size_t kNoSlot = ~std::size_t(0);
+  std::vector<std::vector<uint32_t>> releases_; ///< per step: pooled values last read there
+  std::vector<std::size_t> slot_;               ///< per node: arena offset, or kNoSlot
+  std::vector<uint32_t> root_;        ///< per node: the node whose bytes it is (views), or itself
+  std::vector<uint64_t> view_offset_; ///< per step index, for View steps: bytes into the operand
+  std::size_t arena_bytes_ = 0;
+  mutable std::mutex arena_mutex_; ///< guards arena_ (a call that finds it taken makes its own)
+  mutable Storage arena_;
+  std::vector<NativeKernel> row_kernels_;             ///< per step index, for Row steps
+  std::vector<std::unique_ptr<GemmStep>> gemms_;      ///< per step index, for Gemm steps
+  std::vector<std::unique_ptr<LibraryCall>> library_; ///< per step index, for Library steps
   ir::Graph graph_;
   Plan plan_;
   std::vector<interp::Buffer> constants_;

@@ -2,6 +2,9 @@
 #include "plan.hpp"
 
 #include "gemm_step.hpp"
+#include "library.hpp"
+
+#include "rlx/ir/lir.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -74,6 +77,14 @@ void fuse_row_prologues(const ir::Graph& g, Plan& plan, const std::vector<std::s
 
 } // namespace
 
+std::optional<uint64_t> alias_view(const ir::Graph& g, const ir::Node& n) {
+  ir::OpKind k = n.op.kind();
+  if (k != ir::OpKind::Narrow && k != ir::OpKind::Slice) return std::nullopt;
+  std::optional<uint64_t> off = ir::view_offset(g, n);
+  if (!off || *off % 64 != 0) return std::nullopt;
+  return off;
+}
+
 Plan make_plan(const ir::Graph& g) {
   Plan plan;
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
@@ -82,21 +93,44 @@ Plan make_plan(const ir::Graph& g) {
   // them.
   std::vector<char> needed(g.len(), 0);
   for (ir::NodeId o : g.outputs) needed[o.index] = 1;
+  // Values an interpreter kernel reads (it takes interp::Buffers) or the caller receives: a
+  // view of them must be a buffer of its own. The others become View steps (`view`).
+  std::vector<char> buffer_read(g.len(), 0), view(g.len(), 0);
+  for (ir::NodeId o : g.outputs) buffer_read[o.index] = 1;
   // Consumers come after their operands: walking backwards, a reshape or expand knows whether
   // it is needed before its operands are marked.
   for (std::size_t i = g.len(); i-- > 0;) {
     const ir::Node& n = g.nodes()[i];
-    if ((is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n)) && !needed[i]) continue;
+    if ((is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n) || library_view(g, n.id)) &&
+        !needed[i])
+      continue;
     if (!lowers_natively(g, n) && lowers_as_gemm(g, n)) {
       for (ir::NodeId in : gemm_reads(g, n)) needed[in.index] = 1;
       continue;
     }
+    if (const LibraryKernel* lib =
+            lowers_natively(g, n) || lowers_as_row(g, n) || lowers_as_gemm(g, n)
+                ? nullptr
+                : find_library_kernel(g, n)) {
+      for (ir::NodeId in : lib->reads(g, n)) needed[in.index] = 1;
+      continue;
+    }
+    // Every reader of n has been seen (readers come later in graph order).
+    if (!buffer_read[i] && alias_view(g, n)) {
+      view[i] = 1;
+      needed[n.inputs[0].index] = 1;
+      continue;
+    }
     bool native = lowers_natively(g, n);
     for (ir::NodeId in : n.inputs) needed[(native ? resolve(g, in).buffer : in).index] = 1;
+    if (!native && !lowers_as_row(g, n))
+      for (ir::NodeId in : n.inputs) buffer_read[in.index] = 1;
   }
-  // A transpose only Gemm steps read folds into their packing; it reads its operand.
+  // A transpose only Gemm steps read folds into their packing, a narrow only library kernels
+  // read into their row strides; both read their operand.
   auto folded = [&](const ir::Node& n) {
-    return (is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n)) && !needed[n.id.index];
+    return (is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n) || library_view(g, n.id)) &&
+           !needed[n.id.index];
   };
   // region[i]: kernel index of node i, or kNone; step_of[i]: step that produces node i (for a
   // folded node, the step producing the buffer it reads).
@@ -107,16 +141,24 @@ Plan make_plan(const ir::Graph& g) {
     // Fed, or computed when the executable is built: available before every step.
     if (k == ir::OpKind::Input || k == ir::OpKind::Param || k == ir::OpKind::Constant) continue;
     if (folded(n)) {
-      ir::NodeId from = is_gemm_transpose(g, n) ? n.inputs[0] : resolve(g, n.id).buffer;
+      ir::NodeId from =
+          is_gemm_transpose(g, n) || library_view(g, n.id) ? n.inputs[0] : resolve(g, n.id).buffer;
       step_of[n.id.index] = step_of[from.index];
+      continue;
+    }
+    if (view[n.id.index]) {
+      step_of[n.id.index] = plan.steps.size() + 1;
+      plan.steps.push_back({Step::Kind::View, 0, n.id});
       continue;
     }
     if (!lowers_natively(g, n)) {
       step_of[n.id.index] = plan.steps.size() + 1;
-      Step::Kind kind = lowers_as_row(g, n)    ? Step::Kind::Row
-                        : lowers_as_gemm(g, n) ? Step::Kind::Gemm
-                                               : Step::Kind::Runtime;
-      plan.steps.push_back({kind, 0, n.id});
+      const LibraryKernel* lib = nullptr;
+      Step::Kind kind = lowers_as_row(g, n)                            ? Step::Kind::Row
+                        : lowers_as_gemm(g, n)                         ? Step::Kind::Gemm
+                        : (lib = find_library_kernel(g, n)) != nullptr ? Step::Kind::Library
+                                                                       : Step::Kind::Runtime;
+      plan.steps.push_back({kind, 0, n.id, false, lib});
       continue;
     }
     // Join a region when every operand not in it is ready before that region runs (so no

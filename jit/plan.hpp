@@ -4,6 +4,7 @@
 #include "rlx/ir/graph.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace rlx::jit {
@@ -28,19 +29,25 @@ struct EwKernel {
   bool row_prologue = false;
 };
 
+struct LibraryKernel;
+
 /// One step of an executable, in order: a fused element-wise kernel, a row kernel (one
 /// reduction or softmax node over contiguous rows), a GEMM (an f32 matmul or
-/// fused_matmul_bias_act on the generated micro-kernels, jit/gemm_step.hpp), or one node run by
-/// the runtime kernels (the interpreter's), so the JIT runs every graph the interpreter runs.
+/// fused_matmul_bias_act on the generated micro-kernels, jit/gemm_step.hpp), a library kernel
+/// (the registry of jit/library.hpp: FFTW, attention on the GEMM), a view (a narrow or slice
+/// that is a contiguous range of its operand at a 64-byte aligned offset, read only by steps
+/// that take pointers: it costs a pointer addition, see alias_view), or one node run by the
+/// runtime kernels (the interpreter's), so the JIT runs every graph the interpreter runs.
 struct Step {
-  enum class Kind : uint8_t { Native, Row, Gemm, Runtime };
+  enum class Kind : uint8_t { Native, Row, Gemm, Library, View, Runtime };
   Kind kind;
   std::size_t kernel = 0; ///< index into Plan::kernels (Native; Row with a prologue)
-  ir::NodeId node;        ///< the node (Row, Gemm, Runtime)
+  ir::NodeId node;        ///< the node (Row, Gemm, Library, Runtime)
   /// Row: the row op's first operand is the only output of Plan::kernels[kernel], read by
   /// nothing else, and the row kernel computes it element by element as it reads it (so it
   /// never goes to memory: softmax(x * scale + mask), sum(exp(x)), layer_norm(x + b, ...)).
   bool prologue = false;
+  const LibraryKernel* library = nullptr; ///< the registry's entry (Library)
 };
 
 struct Plan {
@@ -65,9 +72,16 @@ bool lowers_as_row(const ir::Graph& g, const ir::Node& n);
 /// op's rows; jit/llvm/lower_rows.cpp).
 bool fits_row_prologue(const ir::Graph& g, const ir::Node& row_op, const EwKernel& k);
 
-/// Partition a static-shaped graph: non-lowered nodes become Row or Runtime steps; Input and
-/// Param (fed) and Constant (computed once when the executable is built) need no step, nor do
-/// reshapes and expands that only element-wise kernels read (they fold into the kernels).
+/// The byte offset at which a narrow or slice (step 1) is a contiguous range of its operand
+/// (every dim before its axis is 1: ir::view_offset), when that offset is a multiple of 64 (so
+/// the view is as aligned as any buffer and every kernel may read it).
+std::optional<uint64_t> alias_view(const ir::Graph& g, const ir::Node& n);
+
+/// Partition a static-shaped graph: non-lowered nodes become Row, Gemm, Library or Runtime
+/// steps; Input and Param (fed) and Constant (computed once when the executable is built) need
+/// no step, nor do reshapes and expands that only element-wise kernels read (they fold into the
+/// kernels), transposes only GEMMs read, and narrows along the last axis only library kernels
+/// read through row strides (library_view).
 Plan make_plan(const ir::Graph& g);
 
 } // namespace rlx::jit

@@ -119,11 +119,11 @@ Plan make_plan(const Key& k, bool measure) {
 
 /// Run plan p on x's elements into out's, then scale.
 template <class T, class P>
-void execute(P plan, const Key& k, const interp::Buffer& x, interp::Buffer& out, double scale) {
-  auto [ri, ii] = parts(reinterpret_cast<T*>(const_cast<std::byte*>(x.bytes().data())), k);
-  auto [ro, io] = parts(reinterpret_cast<T*>(out.bytes().data()), k);
+void execute(P plan, const Key& k, const std::byte* x, std::byte* out, double scale) {
+  auto [ri, ii] = parts(reinterpret_cast<T*>(const_cast<std::byte*>(x)), k);
+  auto [ro, io] = parts(reinterpret_cast<T*>(out), k);
   Fftw<T>::execute_split(plan, ri, ii, ro, io);
-  T* o = reinterpret_cast<T*>(out.bytes().data());
+  T* o = reinterpret_cast<T*>(out);
   if (scale == 1.0) return;
   std::size_t count = std::size_t(2 * k.n * k.rows);
   for (std::size_t i = 0; i < count; ++i) o[i] = T(double(o[i]) * scale);
@@ -155,13 +155,12 @@ void fftw_prepare(const ir::Node& n) {
   if (k.n > 1 && k.rows > 0) plan_for(k);
 }
 
-interp::Buffer fftw_run(const ir::Node& n, const interp::Buffer& x) {
-  interp::Buffer out = interp::Buffer::uninitialized(n.shape);
+void fftw_run(const ir::Node& n, const std::byte* x, std::byte* out) {
   Key k = key_of(n);
-  if (k.n == 0 || k.rows == 0) return out;
+  if (k.n == 0 || k.rows == 0) return;
   if (k.n == 1) { // every norm scales a 1-point transform by 1: a copy
-    std::copy(x.bytes().begin(), x.bytes().end(), out.bytes().begin());
-    return out;
+    std::memcpy(out, x, std::size_t(*n.shape.num_elements()) * ir::size_bytes(n.shape.dtype()));
+    return;
   }
   Plan p = plan_for(k);
   const auto& attrs = n.op.attrs<ir::FftAttrs>();
@@ -172,7 +171,6 @@ interp::Buffer fftw_run(const ir::Node& n, const interp::Buffer& x) {
     execute<double>(p.d, k, x, out, s);
   else
     execute<float>(p.f, k, x, out, s);
-  return out;
 }
 
 int64_t fftw_plans_made() {

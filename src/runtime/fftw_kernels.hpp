@@ -4,6 +4,7 @@
 
 #include "rlx/interp.hpp"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rlx::runtime {
@@ -18,8 +19,9 @@ bool fftw_handles(const ir::Node& n);
 void fftw_prepare(const ir::Node& n);
 
 /// Run an fft node through FFTW: the same semantics as the interpreter's kernel (the 2N
-/// real-block layout or interleaved c64, FftNorm scaling), in the node's own precision.
-interp::Buffer fftw_run(const ir::Node& n, const interp::Buffer& x);
+/// real-block layout or interleaved c64, FftNorm scaling), in the node's own precision; x and
+/// out are contiguous arrays of the node's shape (out is written entirely, never x).
+void fftw_run(const ir::Node& n, const std::byte* x, std::byte* out);
 
 /// How many plans FFTW has made in this process (tests check that shapes plan once).
 int64_t fftw_plans_made();

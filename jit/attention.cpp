@@ -1,0 +1,268 @@
+// jit/attention.cpp -- attention of f32 on the generated GEMM: per (batch, head), one task of the
+// thread pool computes the scores Q Kᵀ (the GEMM reads Q and K in place: a head is a column
+// block of rows `row_stride` apart, K through swapped strides), the masked, scaled softmax of
+// each row (max, exp and sum in double, the weights stored as f32), then the weights times V
+// (again read in place), and copies the head's [Sq, D] result into its columns of the output.
+// The interpreter's semantics (src/interp/attention.cpp): queries aligned to the end of the
+// keys, a row whose every key is masked (and no score NaN) outputs zeros, a masked key is
+// skipped (even when its value is inf or NaN: such a head takes a loop that skips it instead
+// of the GEMM, which would multiply it by zero).
+#include "attention.hpp"
+
+#include "gemm.hpp"
+#include "runtime/thread_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+namespace rlx::jit {
+
+namespace {
+
+using ir::MaskType;
+
+bool has_mask_operand(MaskType m) { return m == MaskType::Custom || m == MaskType::Bias; }
+
+bool static_f32(const ir::Shape& s) { return s.is_static() && s.dtype() == ir::DType::F32; }
+
+/// The dims a mask of this kind broadcasts to.
+std::vector<int64_t> mask_target(MaskType m, int64_t b, int64_t h, int64_t sq, int64_t sk) {
+  return m == MaskType::Custom ? std::vector<int64_t>{b, sk} : std::vector<int64_t>{b, h, sq, sk};
+}
+
+/// Element strides of a mask of dims `dims` broadcast (right-aligned) to `target`: 0 along
+/// broadcast dims. Empty when it does not broadcast.
+std::optional<std::vector<int64_t>> broadcast_strides(const std::vector<int64_t>& dims,
+                                                      const std::vector<int64_t>& target) {
+  if (dims.size() > target.size()) return std::nullopt;
+  std::vector<int64_t> strides(target.size(), 0);
+  std::size_t off = target.size() - dims.size();
+  int64_t stride = 1;
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] != 1 && dims[i] != target[off + i]) return std::nullopt;
+    if (dims[i] != 1) strides[off + i] = stride;
+    stride *= dims[i];
+  }
+  return strides;
+}
+
+struct Geometry {
+  int64_t batch = 0, sq = 0, sk = 0, heads = 0, dim = 0, width = 0;
+  int64_t q_col = 0, k_col = 0, v_col = 0, q_ld = 0, k_ld = 0, v_ld = 0;
+  MaskType mask = MaskType::None;
+  int64_t window = 0;
+  double scale = 1, cap = 0;
+  std::vector<int64_t> mask_strides; ///< per target dim (mask_target)
+};
+
+/// Scratch of one task, per thread, grown as needed.
+struct Scratch {
+  std::vector<float> scores, ctx;
+  std::vector<char> visible, empty_rows;
+};
+thread_local Scratch scratch;
+
+class AttentionCall final : public LibraryCall {
+public:
+  explicit AttentionCall(Geometry geo) : geo_(std::move(geo)) {}
+
+  void run(const std::byte* const* reads, std::byte* out) const override {
+    const Geometry& g = geo_;
+    const float* q = reinterpret_cast<const float*>(reads[0]) + g.q_col;
+    const float* k = reinterpret_cast<const float*>(reads[1]) + g.k_col;
+    const float* v = reinterpret_cast<const float*>(reads[2]) + g.v_col;
+    const float* mask =
+        has_mask_operand(g.mask) ? reinterpret_cast<const float*>(reads[3]) : nullptr;
+    float* o = reinterpret_cast<float*>(out);
+    runtime::parallel_for(g.batch * g.heads, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) head(t / g.heads, t % g.heads, q, k, v, mask, o);
+    });
+  }
+
+private:
+  bool visible(int64_t b, int64_t i, int64_t j, const float* mask) const {
+    const Geometry& g = geo_;
+    int64_t shift = g.sk - g.sq;
+    switch (g.mask) {
+    case MaskType::Causal:
+      return j <= i + shift;
+    case MaskType::SlidingWindow:
+      return j <= i + shift && j > i + shift - g.window;
+    case MaskType::Custom:
+      return double(mask[b * g.mask_strides[0] + j * g.mask_strides[1]]) >= 0.5;
+    default:
+      return true;
+    }
+  }
+
+  void head(int64_t b, int64_t h, const float* q, const float* k, const float* v, const float* mask,
+            float* out) const {
+    const Geometry& g = geo_;
+    Scratch& s = scratch;
+    s.scores.resize(std::size_t(g.sq * g.sk));
+    s.ctx.resize(std::size_t(g.sq * g.dim));
+    s.visible.resize(std::size_t(g.sk));
+    s.empty_rows.assign(std::size_t(g.sq), 0);
+    const float* qh = q + b * g.sq * g.q_ld + h * g.dim;
+    const float* kh = k + b * g.sk * g.k_ld + h * g.dim;
+    const float* vh = v + b * g.sk * g.v_ld + h * g.dim;
+    float* scores = s.scores.data();
+    if (g.sk > 0) {
+      GemmCall qk;
+      qk.m = g.sq, qk.n = g.sk, qk.k = g.dim;
+      qk.a = {qh, g.q_ld, 1};
+      qk.b = {kh, 1, g.k_ld}; // Kᵀ: element (d, j) at kh[j * ld + d]
+      qk.c = scores;
+      sgemm(qk, 1);
+    }
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    bool skips = false; // some row leaves a key out (a masked key, or every key)
+    // A Custom mask is the same for every query of a batch: which keys it leaves, once.
+    const char* keys = nullptr;
+    if (g.mask == MaskType::Custom) {
+      for (int64_t j = 0; j < g.sk; ++j)
+        s.visible[std::size_t(j)] =
+            double(mask[b * g.mask_strides[0] + j * g.mask_strides[1]]) >= 0.5;
+      keys = s.visible.data();
+    }
+    int64_t shift = g.sk - g.sq;
+    for (int64_t i = 0; i < g.sq; ++i) {
+      float* row = scores + i * g.sk;
+      // Causal and sliding-window masks leave the keys [lo, hi) to query i.
+      int64_t lo = 0, hi = g.sk;
+      if (g.mask == MaskType::Causal || g.mask == MaskType::SlidingWindow)
+        hi = std::clamp<int64_t>(i + shift + 1, 0, g.sk);
+      if (g.mask == MaskType::SlidingWindow)
+        lo = std::clamp<int64_t>(i + shift - g.window + 1, 0, hi);
+      skips = skips || lo > 0 || hi < g.sk;
+      const float* bias =
+          g.mask == MaskType::Bias
+              ? mask + b * g.mask_strides[0] + h * g.mask_strides[1] + i * g.mask_strides[2]
+              : nullptr;
+      double max = -kInf;
+      bool nan = false;
+      for (int64_t j = lo; j < hi; ++j) {
+        if (keys && !keys[j]) {
+          skips = true;
+          continue;
+        }
+        double x = double(row[j]) * g.scale;
+        if (g.cap > 0) x = g.cap * std::tanh(x / g.cap);
+        if (bias) x += double(bias[j * g.mask_strides[3]]);
+        row[j] = float(x);
+        nan = nan || std::isnan(x);
+        max = x > max ? x : max;
+      }
+      if (!nan && max == -kInf) { // every key masked: zeros
+        std::fill(row, row + g.sk, 0.0f);
+        s.empty_rows[std::size_t(i)] = 1;
+        skips = true;
+        continue;
+      }
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + hi, row + g.sk, 0.0f);
+      double sum = 0;
+      for (int64_t j = lo; j < hi; ++j) {
+        if (keys && !keys[j]) {
+          row[j] = 0;
+          continue;
+        }
+        row[j] = std::exp(float(double(row[j]) - max));
+        sum += double(row[j]);
+      }
+      float inv = float(1.0 / sum);
+      for (int64_t j = lo; j < hi; ++j) row[j] *= inv;
+    }
+    // The interpreter never reads a value its row leaves out; the GEMM multiplies it by zero,
+    // which is zero unless the value is inf or NaN.
+    bool skip_masked = false;
+    for (int64_t j = 0; skips && j < g.sk && !skip_masked; ++j)
+      for (int64_t d = 0; d < g.dim; ++d)
+        if (!std::isfinite(vh[j * g.v_ld + d])) {
+          skip_masked = true;
+          break;
+        }
+    float* ctx = s.ctx.data();
+    if (g.sk == 0) {
+      std::fill(ctx, ctx + g.sq * g.dim, 0.0f);
+    } else if (!skip_masked) {
+      GemmCall pv;
+      pv.m = g.sq, pv.n = g.dim, pv.k = g.sk;
+      pv.a = {scores, g.sk, 1};
+      pv.b = {vh, g.v_ld, 1};
+      pv.c = ctx;
+      sgemm(pv, 1);
+    } else {
+      for (int64_t i = 0; i < g.sq; ++i)
+        for (int64_t d = 0; d < g.dim; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < g.sk && !s.empty_rows[std::size_t(i)]; ++j)
+            if (visible(b, i, j, mask)) acc += double(scores[i * g.sk + j]) * vh[j * g.v_ld + d];
+          ctx[i * g.dim + d] = float(acc);
+        }
+    }
+    for (int64_t i = 0; i < g.sq; ++i)
+      std::memcpy(out + (b * g.sq + i) * g.width + h * g.dim, ctx + i * g.dim,
+                  std::size_t(g.dim) * sizeof(float));
+  }
+
+  Geometry geo_;
+};
+
+} // namespace
+
+bool attention_handles(const ir::Graph& g, const ir::Node& n) {
+  if (n.op.kind() != ir::OpKind::Attention || !static_f32(n.shape) || !gemm_supported())
+    return false;
+  const auto& a = n.op.attrs<ir::AttentionAttrs>();
+  bool masked = has_mask_operand(a.mask);
+  if (n.inputs.size() != (masked ? 4u : 3u)) return false;
+  for (ir::NodeId in : n.inputs)
+    if (!static_f32(g.shape(in))) return false;
+  std::vector<int64_t> qs = g.shape(n.inputs[0]).sizes(), ks = g.shape(n.inputs[1]).sizes();
+  int64_t heads = a.num_heads, dim = a.head_dim;
+  if (heads < 1 || dim < 1 || qs.size() != 3 || ks.size() != 3 || qs[2] != heads * dim ||
+      ks[2] != qs[2] || ks[0] != qs[0] || g.shape(n.inputs[2]).sizes() != ks ||
+      n.shape.sizes() != qs)
+    return false;
+  if (a.mask == MaskType::SlidingWindow && a.window < 1) return false;
+  if (a.attn_logit_softcap && !(*a.attn_logit_softcap > 0 && std::isfinite(*a.attn_logit_softcap)))
+    return false;
+  if (masked && !broadcast_strides(g.shape(n.inputs[3]).sizes(),
+                                   mask_target(a.mask, qs[0], heads, qs[1], ks[1])))
+    return false;
+  return true;
+}
+
+std::vector<ir::NodeId> attention_reads(const ir::Graph& g, const ir::Node& n) {
+  std::vector<ir::NodeId> reads;
+  for (std::size_t i = 0; i < n.inputs.size(); ++i)
+    reads.push_back(i < 3 ? row_view(g, n.inputs[i]).buffer : n.inputs[i]);
+  return reads;
+}
+
+std::unique_ptr<LibraryCall> attention_prepare(const ir::Graph& g, const ir::Node& n) {
+  const auto& a = n.op.attrs<ir::AttentionAttrs>();
+  std::vector<int64_t> qs = g.shape(n.inputs[0]).sizes(), ks = g.shape(n.inputs[1]).sizes();
+  Geometry geo;
+  geo.batch = qs[0], geo.sq = qs[1], geo.sk = ks[1], geo.width = qs[2];
+  geo.heads = a.num_heads, geo.dim = a.head_dim;
+  RowView qv = row_view(g, n.inputs[0]), kv = row_view(g, n.inputs[1]),
+          vv = row_view(g, n.inputs[2]);
+  geo.q_col = qv.column, geo.q_ld = qv.row_stride;
+  geo.k_col = kv.column, geo.k_ld = kv.row_stride;
+  geo.v_col = vv.column, geo.v_ld = vv.row_stride;
+  geo.mask = a.mask;
+  geo.window = a.window;
+  geo.scale = a.score_scale ? double(*a.score_scale) : 1.0 / std::sqrt(double(a.head_dim));
+  geo.cap = a.attn_logit_softcap ? double(*a.attn_logit_softcap) : 0.0;
+  if (has_mask_operand(a.mask))
+    geo.mask_strides = *broadcast_strides(g.shape(n.inputs[3]).sizes(),
+                                          mask_target(a.mask, qs[0], a.num_heads, qs[1], ks[1]));
+  return std::make_unique<AttentionCall>(std::move(geo));
+}
+
+} // namespace rlx::jit
