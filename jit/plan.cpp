@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace rlx::jit {
 
@@ -82,11 +83,23 @@ Plan make_plan(const ir::Graph& g) {
   // them.
   std::vector<char> needed(g.len(), 0);
   for (ir::NodeId o : g.outputs) needed[o.index] = 1;
+  // add(product, r): one Gemm step at the add, the product (read by nothing else) has none.
+  std::vector<int> uses(g.len(), 0);
+  for (const ir::Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) ++uses[in.index];
+  for (ir::NodeId o : g.outputs) ++uses[o.index];
+  std::vector<char> residual_gemm(g.len(), 0), absorbed(g.len(), 0);
   // Consumers come after their operands: walking backwards, a reshape or expand knows whether
   // it is needed before its operands are marked.
   for (std::size_t i = g.len(); i-- > 0;) {
     const ir::Node& n = g.nodes()[i];
     if ((is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n)) && !needed[i]) continue;
+    if (absorbed[i]) continue;
+    if (std::optional<ir::NodeId> x = gemm_residual_product(g, n, uses)) {
+      residual_gemm[i] = absorbed[x->index] = 1;
+      for (ir::NodeId in : gemm_reads(g, n)) needed[in.index] = 1;
+      continue;
+    }
     if (!lowers_natively(g, n) && lowers_as_gemm(g, n)) {
       for (ir::NodeId in : gemm_reads(g, n)) needed[in.index] = 1;
       continue;
@@ -111,11 +124,13 @@ Plan make_plan(const ir::Graph& g) {
       step_of[n.id.index] = step_of[from.index];
       continue;
     }
-    if (!lowers_natively(g, n)) {
+    if (absorbed[n.id.index]) continue;
+    if (residual_gemm[n.id.index] || !lowers_natively(g, n)) {
       step_of[n.id.index] = plan.steps.size() + 1;
-      Step::Kind kind = lowers_as_row(g, n)    ? Step::Kind::Row
-                        : lowers_as_gemm(g, n) ? Step::Kind::Gemm
-                                               : Step::Kind::Runtime;
+      Step::Kind kind = residual_gemm[n.id.index] ? Step::Kind::Gemm
+                        : lowers_as_row(g, n)     ? Step::Kind::Row
+                        : lowers_as_gemm(g, n)    ? Step::Kind::Gemm
+                                                  : Step::Kind::Runtime;
       plan.steps.push_back({kind, 0, n.id});
       continue;
     }
