@@ -90,15 +90,13 @@ bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n) {
 
 namespace {
 
-/// The contraction operand of an add (the first one that lowers as a GEMM) and the other one.
+/// The contraction operand of an add (its first operand that is a matmul or
+/// fused_matmul_bias_act) and the other one. Cheap: the executable asks on every run.
 std::optional<std::pair<ir::NodeId, ir::NodeId>> split_residual(const ir::Graph& g,
                                                                 const ir::Node& n) {
-  if (n.op.kind() != ir::OpKind::Add || n.inputs.size() != 2 || !n.shape.is_static()) return {};
-  for (int i = 0; i < 2; ++i) {
-    const ir::Node& x = g.node(n.inputs[std::size_t(i)]);
-    if (is_contraction(x) && !lowers_natively(g, x) && lowers_as_gemm(g, x))
-      return std::pair(x.id, n.inputs[std::size_t(1 - i)]);
-  }
+  if (n.op.kind() != ir::OpKind::Add || n.inputs.size() != 2) return {};
+  for (std::size_t i = 0; i < 2; ++i)
+    if (is_contraction(g.node(n.inputs[i]))) return std::pair(n.inputs[i], n.inputs[1 - i]);
   return {};
 }
 
@@ -109,7 +107,9 @@ std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::No
   auto split = split_residual(g, n);
   if (!split) return std::nullopt;
   auto [x, r] = *split;
-  if (x == r || uses[x.index] != 1 || g.shape(x) != n.shape || g.shape(r) != n.shape)
+  const ir::Node& xn = g.node(x);
+  if (x == r || uses[x.index] != 1 || !n.shape.is_static() || g.shape(x) != n.shape ||
+      g.shape(r) != n.shape || lowers_natively(g, xn) || !lowers_as_gemm(g, xn))
     return std::nullopt;
   return x;
 }

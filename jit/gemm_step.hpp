@@ -24,9 +24,10 @@ bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n);
 bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id);
 
 /// The contraction of an `add` node that one Gemm step computes together with the add, the
-/// other operand added in the GEMM's store: its first operand that lowers_as_gemm (and not
-/// natively), when nothing else reads it (`uses`: how often each node is read, graph outputs
-/// included) and both operands have the add's shape (no broadcast). Else nullopt.
+/// other operand added in the GEMM's store: its first operand that is a matmul or
+/// fused_matmul_bias_act, when that lowers_as_gemm (and not natively), nothing else reads it
+/// (`uses`: how often each node is read, graph outputs included) and both operands have the add's
+/// shape (no broadcast). Else nullopt.
 std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::Node& n,
                                                 const std::vector<int>& uses);
 
