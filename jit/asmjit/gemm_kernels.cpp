@@ -57,7 +57,6 @@ struct Emit {
   int es() const { return f64() ? 8 : 4; }
   int vbytes() const { return zmm() ? 64 : 32; }
   int lanes() const { return vbytes() / es(); }
-  int regs() const { return zmm() ? 32 : 16; }
   x86::Vec v(int i) const {
     return zmm() ? x86::Vec(x86::zmm(uint32_t(i))) : x86::Vec(x86::ymm(uint32_t(i)));
   }
