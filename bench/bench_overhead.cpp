@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
                                    " element-wise ops + 4 scalar constants, one fused kernel; "
                                    "one constant differs per compile so the cache misses");
     // Start from a clock-derived constant, so a persistent kernel cache (if any) misses too.
-    double k = double(bench::Clock::now().time_since_epoch().count() % 4096) + 0.25;
+    double k = double(std::chrono::steady_clock::now().time_since_epoch().count() % 4096) + 0.25;
     auto fresh = [&] {
       rlx::clear_cache();
       k += 1.0 / 1024; // exact in f32: every graph's text differs

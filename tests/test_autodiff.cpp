@@ -215,6 +215,39 @@ std::vector<Case> cases() {
                             NodeId d = g.sub(g.mm(h, a[3]), a[4]);
                             return g.mean(g.mul(d, d), {0, 1}, false);
                           }));
+  // custom_fn: fwd_body inlined and differentiated (an operand given twice, a broadcast and a
+  // composite in the body), and override bodies equal to the true derivatives, so that central
+  // differences check the conventions (operands in id order, "primal_output", "d_output",
+  // "tangent_<i>").
+  cs.push_back(graph_case(
+      "custom_fn, inlined", {F({M, N}), F({N})}, [](Graph& g, std::span<const NodeId> a) {
+        Graph f("f");
+        NodeId x = f.input("x", g.shape(a[0]));
+        NodeId y = f.input("y", g.shape(a[1]));
+        NodeId x2 = f.input("x2", g.shape(a[0]));
+        // layer_norm: a kind differentiated through its decomposition
+        f.set_outputs({f.add(f.add(f.mul(f.tanh(x), y), f.mul(x2, x2)), f.ln(x, y, y, 1e-5f))});
+        return g.custom_fn({a[0], a[1], a[0]}, f);
+      }));
+  cs.push_back(graph_case("custom_fn with vjp_body and jvp_body", {F({M, N}), F({M, N})},
+                          [](Graph& g, std::span<const NodeId> a) {
+                            Shape s = g.shape(a[0]);
+                            Graph f("f"); // exp(x) * y
+                            NodeId x = f.input("x", s), y = f.input("y", s);
+                            f.set_outputs({f.mul(f.exp(x), y)});
+                            Graph v("vjp"); // [primal_output * d, exp(x) * d]
+                            NodeId vx = v.input("x", s);
+                            v.input("y", s);
+                            NodeId p = v.input("primal_output", s), d = v.input("d_output", s);
+                            v.set_outputs({v.mul(p, d), v.mul(v.exp(vx), d)});
+                            Graph j("jvp"); // primal_output * t0 + exp(x) * t1
+                            NodeId t1 = j.input("tangent_1", s);
+                            NodeId jx = j.input("x", s);
+                            j.input("y", s);
+                            NodeId t0 = j.input("tangent_0", s), jp = j.input("primal_output", s);
+                            j.set_outputs({j.add(j.mul(jp, t0), j.mul(j.exp(jx), t1))});
+                            return g.custom_fn({a[0], a[1]}, f, v, j);
+                          }));
   return cs;
 }
 

@@ -1007,13 +1007,41 @@ std::vector<Case> spectral_cases() {
   return cases;
 }
 
+// ---- Sub-graphs: custom_fn (inlined by the pipeline on both backends; a runtime step through
+// the interpreter's kernel where the JIT sees it un-inlined).
+std::vector<Case> control_cases() {
+  std::vector<Case> cases;
+  for (DType t : {F32, F64})
+    add_case(cases, "custom_fn " + dt(t) + ", nested, on matrices and scalars", [&](Builder& b) {
+      auto body = [&](const Dims& d) {
+        ir::Graph f("f");
+        NodeId x = f.input("x", ir::Shape::of(d, t));
+        NodeId y = f.input("y", ir::Shape::of(d, t));
+        f.set_outputs({f.add(f.mul(f.tanh(x), y), f.exp(f.neg(f.mul(x, x))))});
+        return f;
+      };
+      for (const Dims& d : {Dims{3, 17}, Dims{}, Dims{2, 1, 40}}) {
+        NodeId x = b.in(d, t, {Fill::Uniform, -2, 2}), y = b.in(d, t, {Fill::Uniform, -2, 2});
+        NodeId v = b.out(b.g.custom_fn({x, y}, body(d)));
+        // A body calling a custom_fn.
+        ir::Graph outer("outer");
+        NodeId p = outer.input("p", ir::Shape::of(d, t));
+        outer.set_outputs(
+            {outer.add_inferred(Op(OpKind::Sin), {outer.custom_fn({p, p}, body(d))})});
+        b.out(b.g.custom_fn({v}, outer));
+      }
+    });
+  return cases;
+}
+
 std::vector<Case> all_table_cases() {
   std::vector<Case> all;
   for (auto f : {unary_cases,       unary_edge_cases,  int_unary_cases,     binary_cases,
                  binary_edge_cases, mixed_dtype_cases, where_cases,         cast_cases,
                  reduce_cases,      arg_reduce_cases,  scan_cases,          movement_cases,
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
-                 output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases})
+                 output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
+                 control_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }
@@ -1026,6 +1054,8 @@ TEST_CASE(
   REQUIRE(cases.size() >= 50);
   run_cases(cases);
 }
+
+TEST_CASE("backends: custom_fn agrees, nested and on every shape") { run_cases(control_cases()); }
 
 TEST_CASE("backends: fft (FFTW on the JIT), lfilter and the complex helpers agree") {
   run_cases(spectral_cases());

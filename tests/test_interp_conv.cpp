@@ -322,6 +322,31 @@ TEST_CASE("interp: conv2d with stride 2 and padding 1 sees zeros outside the inp
   check_values(y, {4, 18, 36, 77});
 }
 
+TEST_CASE("interp: conv2d padding is zeros, so an infinite weight over padding gives NaN") {
+  // x = ones(3x3), w = ones(3x3) but w[0,0] = inf, padding 1 (PyTorch gives the same): an output
+  // whose window puts w[0,0] over padding (top row, left column) adds 0 * inf = NaN; the others
+  // put it over a 1 and sum to inf.
+  for (DType t : {DType::F64, DType::F32}) {
+    std::vector<double> w(9, 1.0);
+    w[0] = INFINITY;
+    Buffer y =
+        run_op(Op(OpKind::Conv2d, Conv2dAttrs{{3, 3}, {1, 1}, {1, 1}}),
+               {make(t, {1, 1, 3, 3}, std::vector<double>(9, 1.0)), make(t, {1, 1, 3, 3}, w)});
+    std::vector<double> v = y.to_f64();
+    REQUIRE(v.size() == 9);
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        double got = v[std::size_t(i * 3 + j)];
+        INFO("out[", i, ",", j, "] = ", got);
+        if (i == 0 || j == 0)
+          CHECK(std::isnan(got));
+        else
+          CHECK(got == INFINITY);
+      }
+  }
+  // With finite weights padding adds nothing: the stride-2 case below stays exact.
+}
+
 TEST_CASE("interp: conv2d with dilation 2 spreads the 2x2 kernel over the 3x3 corners") {
   // One output: 1*x[0,0] + 2*x[0,2] + 3*x[2,0] + 4*x[2,2] = 1 + 6 + 21 + 36 = 64
   Buffer y = run_op(Op(OpKind::Conv2d, Conv2dAttrs{{2, 2}, {1, 1}, {0, 0}, {2, 2}}),

@@ -306,6 +306,31 @@ Subject plant_swiglu(const RandomGraph& rg, Rng& rng, bool outputs_only = false)
       });
 }
 
+/// rg with, after half of its f32 values x, a 2-D convolution of x seen as an image
+/// [1, C, 1, n / C] (C = 2 when n is even, half the time) by a constant weight of 1 to 3 output
+/// channels and 1 to 3 taps, with random padding, stride and dilation, sometimes in 2 groups
+/// (which conv_as_matmul leaves alone).
+Subject plant_conv(const RandomGraph& rg, Rng& rng, bool outputs_only = false) {
+  return plant_after(
+      rg, rng, 0.5, outputs_only, [](ir::DType t) { return t == ir::DType::F32; },
+      [&](ir::Graph& h, NodeId id, const ir::Shape& s, std::vector<NodeId>& extra) {
+        int64_t n = 1;
+        for (int64_t d : s.sizes()) n *= d;
+        int64_t c = n % 2 == 0 && rng.chance(0.5) ? 2 : 1, w = n / c;
+        int64_t groups = c == 2 && rng.chance(0.25) ? 2 : 1;
+        int64_t taps = 1 + int64_t(rng.uniform(0, 2.99)),
+                out = groups * (1 + int64_t(rng.uniform(0, 2.99)));
+        int64_t pad = int64_t(rng.uniform(0, 1.99)), stride = 1 + int64_t(rng.uniform(0, 1.99));
+        int64_t dil = 1 + int64_t(rng.uniform(0, 1.99));
+        if (w + 2 * pad < dil * (taps - 1) + 1) return; // the window does not fit
+        NodeId img = h.reshape_(id, {1, c, 1, w});
+        ir::Shape ws =
+            ir::Shape::of(std::vector<int64_t>{out, c / groups, 1, taps}, ir::DType::F32);
+        NodeId wt = constant_node(h, ws, [&](int64_t) { return rng.uniform(-2, 2); });
+        extra.push_back(h.conv2d(img, wt, {1, taps}, {1, stride}, {0, pad}, {1, dil}, groups));
+      });
+}
+
 /// rg with, after about a third of its f32, f64 and i32 values x of rank >= 1, two or three
 /// products of x by constant matrices (of 1 to 5 columns) as extra outputs. Sometimes one
 /// weight is also an output (its product must stay apart).
@@ -327,6 +352,31 @@ Subject plant_shared_matmul(const RandomGraph& rg, Rng& rng, bool outputs_only =
       });
 }
 
+/// rg with, after about half of its non-bool, non-complex values x of rank >= 1, a custom_fn of
+/// x as an extra output: the body adds its Inputs (x twice, or x once, doubled), and sometimes
+/// calls a custom_fn of its own.
+Subject plant_custom_fn(const RandomGraph& rg, Rng& rng, bool outputs_only = false) {
+  return plant_after(
+      rg, rng, 0.5, outputs_only,
+      [](ir::DType t) { return t != ir::DType::Bool && !ir::is_complex(t); },
+      [&](ir::Graph& h, NodeId id, const ir::Shape& s, std::vector<NodeId>& extra) {
+        auto body = [&](bool two) {
+          ir::Graph f("f");
+          NodeId a = f.input("a", s);
+          NodeId b = two ? f.input("b", s) : a;
+          f.set_outputs({f.add(a, b)});
+          return f;
+        };
+        bool two = rng.chance(0.5);
+        ir::Graph f = body(two);
+        if (rng.chance(0.3)) { // nested: the body's value goes through a custom_fn again
+          NodeId v = f.outputs[0];
+          f.set_outputs({f.custom_fn({v}, body(false))});
+        }
+        extra.push_back(two ? h.custom_fn({id, id}, f) : h.custom_fn({id}, f));
+      });
+}
+
 /// rg as it is, with values for about half of its params in the options.
 Subject specialize_some(const RandomGraph& rg, Rng& rng) {
   Subject s{rg.graph, feeds_by_name(rg.graph, rg.leaves), {}};
@@ -337,6 +387,7 @@ Subject specialize_some(const RandomGraph& rg, Rng& rng) {
 
 /// What each pass's property test runs it on.
 Subject subject_for(std::string_view pass, const RandomGraph& rg, Rng& rng) {
+  if (pass == "inline_custom_fn") return plant_custom_fn(rg, rng);
   if (pass == "param_specialize") return specialize_some(rg, rng);
   if (pass == "constant_fold") return bake_leaves(rg, rng, 0.6);
   if (pass == "algebraic_simplify") return plant_identities(rg, rng);
@@ -345,6 +396,7 @@ Subject subject_for(std::string_view pass, const RandomGraph& rg, Rng& rng) {
   if (pass == "fuse_residual_norm") return plant_residual_norm(rg, rng);
   if (pass == "fuse_swiglu") return plant_swiglu(rg, rng);
   if (pass == "fuse_shared_matmul") return plant_shared_matmul(rg, rng);
+  if (pass == "conv_as_matmul") return plant_conv(rg, rng);
   return Subject{rg.graph, feeds_by_name(rg.graph, rg.leaves), {}}; // decompose, dce
 }
 
@@ -365,6 +417,8 @@ Subject pipeline_subject(const RandomGraph& rg, Rng& rng) {
   step.graph = plant_residual_norm(step, rng, true).graph;
   step.graph = plant_swiglu(step, rng, true).graph;
   step.graph = plant_shared_matmul(step, rng, true).graph;
+  step.graph = plant_conv(step, rng, true).graph;
+  if (rng.chance(0.5)) step.graph = plant_custom_fn(step, rng, true).graph;
   Subject s = specialize_some(step, rng);
   s.feeds = baked.feeds;
   return s;
@@ -431,6 +485,7 @@ TEST_CASE("properties: the whole pipeline keeps the outputs of random graphs") {
     opts.verify_each = true;
     opts.decompose = seed % 2 == 0;
     if (seed % 3 == 0) opts.fuse = passes::FuseOptions::all();
+    opts.conv_as_matmul = seed % 2 == 1;
     std::string problems;
     try {
       // Within rounding when a pass ran that does not keep values bit for bit.
@@ -462,8 +517,8 @@ TEST_CASE("properties: the whole pipeline keeps the outputs of random graphs") {
   CHECK(graphs >= 50);
   CHECK(shrunk * 2 >= graphs);
   // The fusions find their patterns among everything else the other passes did.
-  for (std::string_view pass :
-       {"fuse_shared_matmul", "fuse_swiglu", "fuse_matmul_bias_act", "fuse_residual_norm"}) {
+  for (std::string_view pass : {"conv_as_matmul", "fuse_shared_matmul", "fuse_swiglu",
+                                "fuse_matmul_bias_act", "fuse_residual_norm"}) {
     MESSAGE(pass << " ran on " << ran[pass] << " graphs and changed " << fired[pass]);
     INFO(pass);
     CHECK(fired[pass] * 10 >= ran[pass]);

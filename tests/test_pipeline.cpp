@@ -39,8 +39,9 @@ private:
   std::optional<std::string> old_;
 };
 
-/// A graph where every pass the pipeline runs by default has work: a param to bake, weight-only
-/// math to fold, an identity, a duplicate, a residual add before a layer norm, and dead code.
+/// A graph where every pass the pipeline runs by default has work: a custom_fn to inline, a param
+/// to bake, weight-only math to fold, an identity, a duplicate, a residual add before a layer
+/// norm, and dead code.
 ir::Graph sample() {
   return ir::parse_text(R"(graph @sample {
   %0 = input("x") : [2, 3] f32
@@ -51,7 +52,11 @@ ir::Graph sample() {
   %5 = constant(data=x"00000000") : [] f32
   %6 = add(%4, %5) : [2, 3] f32                 // + 0
   %7 = exp(%6) : [2, 3] f32
-  %8 = exp(%4) : [2, 3] f32                     // the same as %7 once + 0 is gone
+  %8 = custom_fn(%4, fwd_body=graph @e {         // inlined: exp(%4), the same as %7 once + 0
+      %0 = input("v") : [2, 3] f32              // is gone
+      %1 = exp(%0) : [2, 3] f32
+      return %1
+    }, num_inputs=1) : [2, 3] f32
   %9 = sub(%7, %8) : [2, 3] f32
   %10 = tanh(%0) : [2, 3] f32                   // dead
   %11 = add(%9, %0) : [2, 3] f32                // a residual add: fuses into the norm
@@ -93,7 +98,7 @@ TEST_CASE("pipeline: bakes, folds, simplifies, merges, fuses and removes dead co
 }
 )";
   CHECK(ir::to_text(g) == want);
-  REQUIRE(runs.size() == 6);
+  REQUIRE(runs.size() == 7);
   for (const passes::PassRun& r : runs) {
     INFO(r.name);
     CHECK(r.changed);
@@ -114,12 +119,13 @@ TEST_CASE("pipeline: runs the catalogue's passes in its order, decompose and the
   for (const passes::PassInfo& p : passes::kPasses) all.push_back(p.name);
   std::vector<std::string_view> by_default = all;
   for (std::string_view off :
-       {"decompose", "fuse_shared_matmul", "fuse_swiglu", "fuse_matmul_bias_act"})
+       {"decompose", "conv_as_matmul", "fuse_shared_matmul", "fuse_swiglu", "fuse_matmul_bias_act"})
     std::erase(by_default, off);
   ir::Graph g = sample();
   CHECK(names(passes::compile_pipeline(g)) == by_default);
   passes::PipelineOptions opts;
   opts.decompose = true;
+  opts.conv_as_matmul = true;
   opts.fuse = passes::FuseOptions::all();
   g = sample();
   CHECK(names(passes::compile_pipeline(g, opts)) == all);
@@ -181,6 +187,7 @@ TEST_CASE("pipeline: a graph with nothing to do comes out unchanged, every pass 
   ir::Graph before = g;
   passes::PipelineOptions opts;
   opts.decompose = true;
+  opts.conv_as_matmul = true;
   opts.fuse = passes::FuseOptions::all();
   std::vector<passes::PassRun> runs = passes::compile_pipeline(g, opts);
   CHECK(runs.size() == std::size(passes::kPasses));
@@ -219,7 +226,7 @@ TEST_CASE("pipeline: RLX_DEBUG=pass-times prints one line per pass, and so does 
     passes::compile_pipeline(g, opts);
     std::string out = log.str();
     INFO(out);
-    CHECK(std::count(out.begin(), out.end(), '\n') == 6); // the passes run by default
+    CHECK(std::count(out.begin(), out.end(), '\n') == 7); // the passes run by default
     CHECK(out.find("rlx pass cse") != std::string::npos);
     CHECK(out.find("rlx pass param_specialize") != std::string::npos);
     CHECK(out.find("(unchanged)") != std::string::npos);

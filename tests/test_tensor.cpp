@@ -317,6 +317,14 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
       {OpKind::Conjugate, [&] { return rlx::conjugate(v.astype(rlx::DType::C64)); }},
       {OpKind::ComplexNormSq, [&] { return rlx::complex_norm_sq(v.astype(rlx::DType::C64)); }},
+      {OpKind::CustomFn,
+       [&] {
+         rlx::ir::Graph f("f");
+         auto x = f.input("x", v.shape());
+         f.set_outputs({f.tanh(x)});
+         std::array<Tensor, 1> in{v};
+         return rlx::custom_fn(in, f);
+       }},
   };
   for (std::size_t i = 0; i < rlx::ir::kNumOps; ++i) {
     OpKind k = static_cast<OpKind>(i);

@@ -29,6 +29,13 @@ struct PassOptions {
 // verified graph whose outputs compute the same values (as the interpreter computes them; the
 // exceptions are named). Unchanged nodes keep their labels and source locations.
 
+/// Replace every custom_fn node by its fwd_body, its Inputs bound to the node's operands (and
+/// its symbols to their dims), nested custom_fns too; the override AD bodies are dropped (this
+/// runs on graphs about to execute, after autodiff used them). Guarantees: bit-identical values
+/// (the interpreter's custom_fn kernel runs the same body). Copies only the body nodes its
+/// output needs; operands the body ignores are left for dce.
+bool inline_custom_fn(ir::Graph& g, const PassOptions& opts = {});
+
 /// Replace every Param named in `opts.params` by a Constant holding that buffer.
 /// Assumes: each buffer has its param's exact shape and dtype (else an rlx::Error naming the
 /// param and both shapes); names not in the graph are ignored. Guarantees: those params are no
@@ -102,6 +109,15 @@ bool fuse_matmul_bias_act(ir::Graph& g, const PassOptions& opts = {});
 /// the norm's label and source line.
 bool fuse_residual_norm(ir::Graph& g, const PassOptions& opts = {});
 
+/// Rewrite conv2d of static f32 operands with groups 1 as im2col, a reshape and a transpose of
+/// the columns, and one batched matmul by the weight reshaped to [C_out, C_in*kH*kW], then a
+/// reshape to NCHW, so a backend with a fast GEMM runs convolutions on it (the JIT reads the
+/// transpose through strides). Assumes a verified graph; other convolutions stay. Guarantees: the
+/// same values within rounding (the taps are summed in another order). Leaves no dead nodes; the
+/// final reshape takes the convolution's label and source line. Run by compile_pipeline when
+/// PipelineOptions::conv_as_matmul is set (the JIT backend sets it).
+bool conv_as_matmul(ir::Graph& g, const PassOptions& opts = {});
+
 /// Whether `decompose` has a rule for the kind (every composite op must have one).
 bool has_decomposition(ir::OpKind kind);
 
@@ -117,6 +133,7 @@ struct PassInfo {
 };
 
 inline constexpr PassInfo kPasses[] = {
+    {"inline_custom_fn", "replace custom_fn nodes by their fwd_body", &inline_custom_fn, true},
     {"param_specialize", "bake the parameters given in PassOptions::params into constants",
      &param_specialize, true},
     {"decompose", "rewrite composite ops (softmax, norms, attention, ...) into primitives",
@@ -126,6 +143,8 @@ inline constexpr PassInfo kPasses[] = {
     {"algebraic_simplify", "apply exact identities: x + 0, x * 1, neg(neg x), x * 0 on integers",
      &algebraic_simplify, true},
     {"cse", "merge pure nodes with the same op, attributes, operands and shape", &cse, true},
+    {"conv_as_matmul", "rewrite f32 conv2d (groups 1) as im2col and one batched matmul",
+     &conv_as_matmul, false},
     {"fuse_shared_matmul", "one matmul by side-by-side constant weights for products of one input",
      &fuse_shared_matmul, true},
     {"fuse_swiglu", "fuse silu(gate) * up of two halves of one value into fused_swiglu",
@@ -152,8 +171,9 @@ struct FuseOptions {
   /// Off: the JIT runs fused_swiglu with the interpreter's scalar kernel, 2.3-2.8x slower than
   /// the unfused narrows and its vectorized silu-times-up loop (the interpreter: 1.7x faster).
   bool swiglu = false;
-  /// Off: both backends run fused_matmul_bias_act with the interpreter's kernel, 16% slower than
-  /// the matmul, then the add and activation (a vectorized loop on the JIT).
+  /// Off for the interpreter, whose fused_matmul_bias_act kernel is 16% slower than the matmul,
+  /// then the add and activation. rlx::compile turns it on for the JIT where its GEMM runs: the
+  /// bias and activation then happen in the GEMM's store instead of another pass over C.
   bool matmul_bias_act = false;
   /// On: one row kernel on the JIT either way (as fast, or up to 25% faster on long rows), and
   /// one pass over the data instead of three in the interpreter (1.5-1.9x faster).
@@ -168,6 +188,9 @@ struct PipelineOptions {
   /// Run decompose. Off by default: every backend has a kernel for every composite op, and the
   /// JIT's row kernels are faster than the decomposed forms.
   bool decompose = false;
+  /// Run conv_as_matmul. Off by default (the interpreter's direct convolution is the reference);
+  /// the JIT backend turns it on where its GEMM runs (rlx::compile).
+  bool conv_as_matmul = false;
   /// The fusion passes to run (FuseOptions::all() or none() to ask for every one or none). With
   /// decompose on, they fuse the primitives decompose made back into the fused ops they find.
   FuseOptions fuse;
@@ -190,11 +213,12 @@ struct PassRun {
   std::size_t nodes = 0; ///< after the pass
 };
 
-/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): param_specialize,
-/// [decompose], constant_fold, algebraic_simplify, cse, [fuse_shared_matmul], [fuse_swiglu],
-/// [fuse_matmul_bias_act], [fuse_residual_norm], dce (in brackets: as the options say). Rewrites g
-/// in place; returns one entry per pass run. RLX_DEBUG (a comma-separated list) adds `passes`
-/// (dump_changed) and `pass-times` (time_passes) to the options; another item is an rlx::Error.
+/// The compile pipeline (src/passes/pipeline.cpp lists the passes in order): inline_custom_fn,
+/// param_specialize, [decompose], constant_fold, algebraic_simplify, cse, [conv_as_matmul],
+/// [fuse_shared_matmul], [fuse_swiglu], [fuse_matmul_bias_act], [fuse_residual_norm], dce (in
+/// brackets: as the options say). Rewrites g in place; returns one entry per pass run. RLX_DEBUG
+/// (a comma-separated list) adds `passes` (dump_changed) and `pass-times` (time_passes) to the
+/// options; another item is an rlx::Error.
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts = {});
 
 /// Any stage in, LIR out: HIR lowers to MIR (its fusion policy), the compile pipeline optimizes

@@ -639,4 +639,12 @@ Tensor conjugate(const Tensor& z, Loc loc = Loc::current());
 /// |z|^2 of a c64 tensor, as f32.
 Tensor complex_norm_sq(const Tensor& z, Loc loc = Loc::current());
 
+// ---- Sub-graphs
+/// Graph::custom_fn on tensors: fwd_body (one Input per tensor of `inputs`, in id order)
+/// applied to them, with optional override AD bodies that rlx::grad, value_and_grad and jvp use
+/// (conventions in rlx/ir/graph.hpp).
+Tensor custom_fn(std::span<const Tensor> inputs, ir::Graph fwd_body,
+                 std::optional<ir::Graph> vjp_body = std::nullopt,
+                 std::optional<ir::Graph> jvp_body = std::nullopt, Loc loc = Loc::current());
+
 } // namespace rlx

@@ -115,6 +115,11 @@ JV erf_f32(JV x);
 JV sin_f32(JV x);
 JV cos_f32(JV x);
 
+/// A product of two quotients of tanh_f32 or sigmoid_f32 (bounded operands, each used once)
+/// becomes one division of products: tanh(a) * sigmoid(x) costs one vector division, not two.
+/// Run on a kernel's function after emission; results move by at most about one ulp.
+void combine_quotients(llvm::Function& f);
+
 inline JV abs(JV x) { return intrinsic(llvm::Intrinsic::fabs, {x}); }
 inline JV sqrt(JV x) { return intrinsic(llvm::Intrinsic::sqrt, {x}); }
 inline JV floor(JV x) { return intrinsic(llvm::Intrinsic::floor, {x}); }

@@ -278,6 +278,7 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   if (stream) // streaming stores are weakly ordered: drain them before the caller goes on
     b.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});
   b.CreateRetVoid();
+  combine_quotients(*body_fn);
   mb.passes = lanes ? Passes::Straight : Passes::Loops;
   generic_out = generic;
   return mb;

@@ -336,6 +336,7 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
   };
   emit_loop(body_fn->getArg(unsigned(n_bufs)), body_fn->getArg(unsigned(n_bufs + 1)), {}, row);
   b.CreateRetVoid();
+  combine_quotients(*body_fn);
   return load_kernel(std::move(mb), name);
 }
 

@@ -63,6 +63,18 @@ JV pow2(llvm::Value* k) {
   return float_of(b.CreateShl(b.CreateAdd(k, c_i32(127)), c_i32(23)));
 }
 
+/// Marks the divisions whose operands are bounded: the denominator in [1, 2^28] (or NaN) and
+/// the numerator no larger in magnitude. A product of two such quotients can take one division
+/// (combine_quotients) with no risk of overflow or underflow.
+constexpr const char* kBoundedQuotient = "rlx.bounded_quotient";
+
+JV bounded_quotient(JV num, JV den) {
+  llvm::Value* q = B().CreateFDiv(num.v, den.v);
+  if (auto* inst = llvm::dyn_cast<llvm::Instruction>(q))
+    inst->setMetadata(kBoundedQuotient, llvm::MDNode::get(B().getContext(), {}));
+  return q;
+}
+
 /// e^r - 1 for |r| <= ln2 / 2: r + r^2 P(r), P of degree 4 fitted by tools/fit/fit_exp.py
 /// (relative error 4e-9 before rounding; e^r = 1 + this within 1 ulp).
 JV expm1_poly(JV r) {
@@ -158,9 +170,9 @@ JV tanh_f32(JV x) {
                                     {one.v, n.v, one.v, b.getInt16(0xffff), b.getInt32(4)}))
              : pow2(b.CreateSub(bits_of(t), bits_of(c_f32(magic))));
   JV e = fma(s, m, s - one);
-  JV q = e / (e + JV(c_f32(2.0f)));
-  q = sel(one < q, one, q);
-  return intrinsic(llvm::Intrinsic::copysign, {q, x});
+  // e / (e + 2) never exceeds 1 (e >= 0 and the sum rounds up to at least e) and the sign goes
+  // on the numerator, so the quotient is the function's last operation (combine_quotients).
+  return bounded_quotient(intrinsic(llvm::Intrinsic::copysign, {e, x}), e + JV(c_f32(2.0f)));
 }
 
 JV sigmoid_f32(JV x) {
@@ -170,7 +182,7 @@ JV sigmoid_f32(JV x) {
   JV t = exp_core(sel(m < JV(c_f32(-104.0f)), c_f32(-104.0f), m), /*wide=*/true);
   // One correctly rounded division (a vector division costs less here than the reciprocal
   // estimate's four instructions, and rounds once).
-  return sel(x >= JV(c_f32(0.0f)), c_f32(1.0f), t) / (t + JV(c_f32(1.0f)));
+  return bounded_quotient(sel(x >= JV(c_f32(0.0f)), c_f32(1.0f), t), t + JV(c_f32(1.0f)));
 }
 
 JV erf_f32(JV x) {
@@ -250,6 +262,35 @@ JV sincos_f32(JV x, bool cosine) {
 }
 
 } // namespace
+
+void combine_quotients(llvm::Function& f) {
+  auto bounded = [](llvm::Value* v) {
+    auto* div = llvm::dyn_cast<llvm::BinaryOperator>(v);
+    return div && div->getOpcode() == llvm::Instruction::FDiv && div->hasOneUse() &&
+                   div->getMetadata(kBoundedQuotient)
+               ? div
+               : nullptr;
+  };
+  std::vector<llvm::BinaryOperator*> products;
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& inst : bb)
+      if (auto* mul = llvm::dyn_cast<llvm::BinaryOperator>(&inst))
+        if (mul->getOpcode() == llvm::Instruction::FMul && bounded(mul->getOperand(0)) &&
+            bounded(mul->getOperand(1)) && mul->getOperand(0) != mul->getOperand(1))
+          products.push_back(mul);
+  for (llvm::BinaryOperator* mul : products) {
+    auto* a = llvm::cast<llvm::BinaryOperator>(mul->getOperand(0));
+    auto* c = llvm::cast<llvm::BinaryOperator>(mul->getOperand(1));
+    llvm::IRBuilder<> b(mul);
+    // (a0 / a1) (c0 / c1) = (a0 c0) / (a1 c1): denominators below 2^56, numerators no larger.
+    llvm::Value* num = b.CreateFMul(a->getOperand(0), c->getOperand(0));
+    llvm::Value* den = b.CreateFMul(a->getOperand(1), c->getOperand(1));
+    mul->replaceAllUsesWith(b.CreateFDiv(num, den));
+    mul->eraseFromParent();
+    a->eraseFromParent();
+    c->eraseFromParent();
+  }
+}
 
 JV sin_f32(JV x) { return sincos_f32(x, false); }
 JV cos_f32(JV x) { return sincos_f32(x, true); }

@@ -202,6 +202,7 @@ constexpr JvpEntry kJvp[] = {
     {OpKind::AvgPool2d, kLinear, nullptr},
     {OpKind::Fft, kLinear, nullptr},
     {OpKind::Lfilter, kRule, jvp_lfilter},
+    {OpKind::CustomFn, kRule, jvp_custom_fn},
 };
 
 const std::array<const JvpEntry*, ir::kNumOps> kJvpIndex = [] {

@@ -6,6 +6,7 @@
 #include "builder.hpp"
 #include "rlx/autodiff.hpp"
 
+#include <functional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -44,6 +45,22 @@ std::pair<NodeId, NodeId> binary_partials(Builder& b, const Node& n);
 /// (or its decomposition) is appended and differentiated, the other operands held constant.
 NodeId vjp_of(ir::Graph& g, const ir::Op& op, std::span<const NodeId> operands, NodeId dy,
               std::size_t which);
+
+// ---- custom_fn without an override body (transforms.cpp): fwd_body is inlined after the
+// forward graph and differentiated there.
+
+/// The cotangents of custom_fn n's operands (those `want` asks for; an operand given twice gets
+/// its whole cotangent at its first position).
+std::vector<Grad> vjp_inlined(ir::Graph& g, const Node& n, NodeId dy, std::span<const char> want);
+/// The tangent of custom_fn n's value from its operands' tangents.
+Grad jvp_inlined(ir::Graph& g, const Node& n, std::span<const Grad> t);
+/// custom_fn's rules (custom_fn.cpp): the user's vjp_body / jvp_body, else the two above.
+std::vector<Grad> vjp_custom_fn(Builder& b, const Node& n, NodeId dy, std::span<const char> want);
+Grad jvp_custom_fn(Builder& b, const Node& n, std::span<const Grad> t);
+/// Appends body nodes into g with n's source location; kinds `rule_kind` marks Decompose are
+/// appended as their decomposition (as the transforms prepare the forward graph).
+std::function<NodeId(const ir::Op&, std::vector<NodeId>, Shape)>
+appender(ir::Graph& g, const Node& n, RuleKind (*rule_kind)(OpKind));
 
 // ---- Closed forms shared by the VJP table and the seed's explicit backward ops
 // (backward_ops.cpp).

@@ -2,6 +2,7 @@
 // forward mode (jvp) and hvp, driving the rule tables over a copy of the forward graph.
 #include "rules.hpp"
 
+#include "ops/control.hpp"
 #include "ops/decompose.hpp"
 
 #include <string>
@@ -72,7 +73,8 @@ std::vector<Grad> backward(ir::Graph& g, std::size_t n_fwd, std::span<const Node
     for (NodeId in : g.nodes()[i].inputs) needs[i] |= needs[in.index];
   std::vector<Grad> cot(n_fwd);
   for (const auto& [out, d] : seeds) cot[out.index] = b.add_opt(cot[out.index], d);
-  for (std::size_t i = n_fwd; i-- > 0;) {
+  // Nodes below `first` are constants or wrt nodes, whose cotangents are complete there.
+  for (std::size_t i = n_fwd; i-- > first;) {
     if (!cot[i] || !needs[i]) continue;
     const Node n = g.nodes()[i]; // a copy: rules append nodes
     OpKind k = n.op.kind();
@@ -105,6 +107,48 @@ std::vector<Grad> backward(ir::Graph& g, std::size_t n_fwd, std::span<const Node
   std::vector<Grad> out;
   for (NodeId w : wrt) out.push_back(cot[w.index]);
   return out;
+}
+
+/// Forward mode over g's nodes [begin, end): tan[i] becomes the tangent of node i (nullopt:
+/// zero) from the tangents of its operands. tan has an entry per node below end.
+void forward_walk(ir::Graph& g, std::vector<Grad>& tan, std::size_t begin, std::size_t end) {
+  Builder b(g);
+  for (std::size_t i = begin; i < end; ++i) {
+    const Node n = g.nodes()[i];
+    OpKind k = n.op.kind();
+    if (ir::has_trait(k, ir::kLeaf) || is_non_differentiable(k)) continue;
+    std::vector<Grad> t;
+    bool any = false;
+    for (NodeId in : n.inputs) {
+      t.push_back(differentiable_dtype(g.shape(in).dtype()) ? tan[in.index] : std::nullopt);
+      any |= t.back().has_value();
+    }
+    if (!any || !differentiable_dtype(n.shape.dtype())) continue;
+    const JvpEntry* e = jvp_entry(k);
+    if (!e)
+      fail(ErrorKind::Unsupported, "autodiff: no JVP rule for op ", n.op.name(), " (node %", i,
+           ")");
+    Grad r;
+    if (e->how == RuleKind::Linear) {
+      std::vector<NodeId> ops;
+      for (std::size_t j = 0; j < n.inputs.size(); ++j) {
+        NodeId in = n.inputs[j];
+        ops.push_back(!differentiable_dtype(g.shape(in).dtype()) ? in
+                      : t[j]                                     ? *t[j]
+                                                                 : b.zeros(g.shape(in)));
+      }
+      r = b.op(n.op, std::move(ops));
+    } else if (e->how == RuleKind::Rule) {
+      r = e->fn(b, n, t);
+    } else {
+      RLX_CHECK(e->how != RuleKind::Decompose, "autodiff: ", n.op.name(), " was not decomposed");
+      continue;
+    }
+    if (!r) continue;
+    RLX_CHECK(g.shape(*r) == n.shape, "autodiff: JVP of ", n.op.name(), " gave a tangent ",
+              ir::short_str(g.shape(*r)), " for ", ir::short_str(n.shape));
+    tan[i] = r;
+  }
 }
 
 ir::Graph reverse(const ir::Graph& forward, std::span<const NodeId> wrt, bool keep_primals,
@@ -154,6 +198,53 @@ NodeId vjp_of(ir::Graph& g, const ir::Op& op, std::span<const NodeId> operands, 
   return r[0] ? *r[0] : b.zeros(g.shape(w));
 }
 
+std::vector<Grad> vjp_inlined(ir::Graph& g, const Node& n, NodeId dy, std::span<const char> want) {
+  std::size_t first = g.len();
+  NodeId y = ir::detail::inline_custom_fn_call(g, n.op, n.inputs, appender(g, n, vjp_rule_kind));
+  std::vector<NodeId> w;
+  for (std::size_t j = 0; j < n.inputs.size(); ++j)
+    if (want[j]) w.push_back(n.inputs[j]);
+  std::pair<NodeId, NodeId> seed{y, dy};
+  std::vector<Grad> r = backward(g, g.len(), w, std::span(&seed, 1), first);
+  // An operand given twice gets its whole cotangent once (the caller sums per operand).
+  std::vector<Grad> out(n.inputs.size());
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < n.inputs.size(); ++j) {
+    if (!want[j]) continue;
+    Grad gj = r[k++];
+    bool seen = false;
+    for (std::size_t i = 0; i < j; ++i) seen |= want[i] && n.inputs[i] == n.inputs[j];
+    if (!seen) out[j] = gj ? gj : Grad(Builder(g).zeros(g.shape(n.inputs[j])));
+  }
+  return out;
+}
+
+Grad jvp_inlined(ir::Graph& g, const Node& n, std::span<const Grad> t) {
+  std::size_t first = g.len();
+  NodeId y = ir::detail::inline_custom_fn_call(g, n.op, n.inputs, appender(g, n, jvp_rule_kind));
+  std::size_t end = g.len();
+  std::vector<Grad> tan(end);
+  for (std::size_t j = 0; j < n.inputs.size(); ++j)
+    if (t[j]) tan[n.inputs[j].index] = t[j];
+  forward_walk(g, tan, first, end);
+  return tan[y.index];
+}
+
+ir::detail::AppendFn appender(ir::Graph& g, const Node& n, RuleKind (*rule_kind)(OpKind)) {
+  return [&g, loc = n.loc, rule_kind](const ir::Op& op, std::vector<NodeId> ins, Shape s) {
+    if (rule_kind(op.kind()) == RuleKind::Decompose) { // as prepare() does
+      Builder b(g);
+      Node like{NodeId(uint32_t(g.len())), op, ins, s, std::nullopt, loc};
+      std::optional<NodeId> r = ops::decompose_node(b, like, ins);
+      RLX_CHECK(r.has_value(), "autodiff: ", op.name(), " is listed as decomposed but has no rule");
+      return *r;
+    }
+    NodeId id = g.append_node(op, std::move(ins), std::move(s), std::nullopt);
+    g.node_mut(id).loc = loc;
+    return id;
+  };
+}
+
 ir::Graph vjp(const ir::Graph& forward, std::span<const NodeId> wrt) {
   if (forward.outputs.empty())
     fail(ErrorKind::Value, "vjp: graph \"", forward.name, "\" has no outputs");
@@ -193,42 +284,7 @@ ir::Graph jvp(const ir::Graph& forward, std::span<const NodeId> tangent_for) {
     NodeId id = p.map[tangent_for[i].index];
     tan[id.index] = g.input("tangent_" + names[i], g.shape(id));
   }
-  for (std::size_t i = 0; i < n_fwd; ++i) {
-    const Node n = g.nodes()[i];
-    OpKind k = n.op.kind();
-    if (ir::has_trait(k, ir::kLeaf) || is_non_differentiable(k)) continue;
-    std::vector<Grad> t;
-    bool any = false;
-    for (NodeId in : n.inputs) {
-      t.push_back(differentiable_dtype(g.shape(in).dtype()) ? tan[in.index] : std::nullopt);
-      any |= t.back().has_value();
-    }
-    if (!any || !differentiable_dtype(n.shape.dtype())) continue;
-    const JvpEntry* e = jvp_entry(k);
-    if (!e)
-      fail(ErrorKind::Unsupported, "autodiff: no JVP rule for op ", n.op.name(), " (node %", i,
-           ")");
-    Grad r;
-    if (e->how == RuleKind::Linear) {
-      std::vector<NodeId> ops;
-      for (std::size_t j = 0; j < n.inputs.size(); ++j) {
-        NodeId in = n.inputs[j];
-        ops.push_back(!differentiable_dtype(g.shape(in).dtype()) ? in
-                      : t[j]                                     ? *t[j]
-                                                                 : b.zeros(g.shape(in)));
-      }
-      r = b.op(n.op, std::move(ops));
-    } else if (e->how == RuleKind::Rule) {
-      r = e->fn(b, n, t);
-    } else {
-      RLX_CHECK(e->how != RuleKind::Decompose, "autodiff: ", n.op.name(), " was not decomposed");
-      continue;
-    }
-    if (!r) continue;
-    RLX_CHECK(g.shape(*r) == n.shape, "autodiff: JVP of ", n.op.name(), " gave a tangent ",
-              ir::short_str(g.shape(*r)), " for ", ir::short_str(n.shape));
-    tan[i] = r;
-  }
+  forward_walk(g, tan, 0, n_fwd);
   std::vector<NodeId> outs = g.outputs;
   std::vector<NodeId> result = outs;
   for (NodeId o : outs) result.push_back(tan[o.index] ? *tan[o.index] : b.zeros(g.shape(o)));

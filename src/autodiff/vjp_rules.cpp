@@ -545,6 +545,7 @@ constexpr VjpEntry kVjp[] = {
     {OpKind::AvgPool2d, kRule, vjp_avg_pool},
     {OpKind::Fft, kRule, vjp_fft},
     {OpKind::Lfilter, kRule, vjp_lfilter},
+    {OpKind::CustomFn, kRule, vjp_custom_fn},
 };
 
 const std::array<const VjpEntry*, ir::kNumOps> kVjpIndex = [] {

@@ -10,13 +10,43 @@
 
 #include "rlx/jit.hpp"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 namespace rlx::detail {
 
 namespace {
+
+/// A vector whose first N elements live inside it (no allocation for the usual few).
+template <class T, std::size_t N> class SmallVec {
+public:
+  void push_back(T v) {
+    if (size_ < N)
+      inline_[size_] = v;
+    else {
+      if (size_ == N) heap_.assign(inline_.begin(), inline_.end());
+      heap_.push_back(v);
+    }
+    ++size_;
+  }
+  void clear() {
+    size_ = 0;
+    heap_.clear();
+  }
+  std::span<const T> span() const {
+    return size_ <= N ? std::span<const T>(inline_.data(), size_) : std::span<const T>(heap_);
+  }
+
+private:
+  std::array<T, N> inline_{};
+  std::size_t size_ = 0;
+  std::vector<T> heap_;
+};
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
@@ -107,6 +137,8 @@ struct JitCore::State {
   std::vector<int64_t> fast_shapes;
   std::shared_ptr<Entry> fast_entry;
   std::shared_ptr<const Executable> fast_exe;
+  // Counted on every call without a lock; the rest of the stats under stats_mu.
+  std::atomic<int64_t> calls{0}, cache_hits{0};
   mutable std::mutex stats_mu;
   JitStats stats;
 };
@@ -118,7 +150,10 @@ JitCore::~JitCore() = default;
 
 JitStats JitCore::stats() const {
   std::lock_guard lock(state_->stats_mu);
-  return state_->stats;
+  JitStats s = state_->stats;
+  s.calls = state_->calls.load(std::memory_order_relaxed);
+  s.cache_hits = state_->cache_hits.load(std::memory_order_relaxed);
+  return s;
 }
 
 std::optional<ir::Graph> JitCore::last_graph() const {
@@ -129,21 +164,33 @@ std::optional<ir::Graph> JitCore::last_graph() const {
 
 std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body) {
   State& st = *state_;
-  {
-    std::lock_guard lock(st.stats_mu);
-    ++st.stats.calls;
-  }
+  st.calls.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < args.size(); ++i) // the message is built only for a failure
     if (!args[i].defined())
       check_defined(args[i], "rlx::jit argument " + std::to_string(i), Loc::current());
   // Inside another trace: trace through (the outer jit compiles the whole thing).
   for (const Tensor& a : args)
     if (a.is_traced()) return body(args);
-  eval(args);
+
+  // The arguments' buffers (computing pending arguments first), read under one lock: a cached
+  // call's whole overhead is a few hundred nanoseconds, so every lock and allocation shows.
+  SmallVec<const interp::Buffer*, 8> leaves;
+  auto read_buffers = [&] {
+    std::lock_guard lock(eval_mutex());
+    for (const Tensor& a : args) {
+      if (!a.impl()->buffer) return false;
+      leaves.push_back(a.impl()->buffer.get());
+    }
+    return true;
+  };
+  if (!read_buffers()) {
+    eval(args);
+    leaves.clear();
+    RLX_CHECK(read_buffers(), "eval left a jit argument pending");
+  }
 
   // The exact shapes: the same as the previous call's resolve to the same executable.
-  std::vector<int64_t> exact;
-  exact.reserve(4 * args.size());
+  SmallVec<int64_t, 32> exact;
   for (const Tensor& a : args) {
     const Shape& s = a.shape();
     exact.push_back(int64_t(s.dtype()));
@@ -219,8 +266,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
       auto ex = entry->executables.find(bound);
       if (ex != entry->executables.end()) {
         exe = ex->second;
-        std::lock_guard slock(st.stats_mu);
-        ++st.stats.cache_hits;
+        st.cache_hits.fetch_add(1, std::memory_order_relaxed);
       } else {
         auto t0 = Clock::now();
         ir::Graph g = entry->symbols.empty() ? entry->graph : entry->graph.bind(binding);
@@ -234,26 +280,23 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
   };
   {
     std::lock_guard lock(st.build_mu);
-    if (st.fast_exe && st.fast_shapes == exact) {
+    if (st.fast_exe && std::ranges::equal(st.fast_shapes, exact.span())) {
       entry = st.fast_entry;
       exe = st.fast_exe;
     }
   }
   if (exe) {
-    std::lock_guard slock(st.stats_mu);
-    ++st.stats.cache_hits;
+    st.cache_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     resolve();
     std::lock_guard lock(st.build_mu);
-    st.fast_shapes = std::move(exact);
+    st.fast_shapes.assign(exact.span().begin(), exact.span().end());
     st.fast_entry = entry;
     st.fast_exe = exe;
   }
 
-  std::vector<const interp::Buffer*> leaves;
-  for (const Tensor& a : args) leaves.push_back(&a.buffer());
   for (const auto& c : entry->captured) leaves.push_back(c.get());
-  std::vector<interp::Buffer> results = run_executable(exe, leaves);
+  std::vector<interp::Buffer> results = run_executable(exe, leaves.span());
   std::vector<Tensor> outs;
   outs.reserve(results.size());
   for (interp::Buffer& b : results) outs.emplace_back(std::move(b));

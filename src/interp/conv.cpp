@@ -126,16 +126,29 @@ struct Channels {
 };
 
 /// out[n, oc, lo] = sum of x[n, g*Cig+ic, hi] * w[oc, ic, k] over the channels ic of oc's group g
-/// and the taps (k, hi) of lo.
+/// and the taps (k, hi) of lo. Padding is zeros, as in PyTorch: a tap over padding adds 0 * w,
+/// which is NaN where w is infinite or NaN (only such weights need the padded taps visited).
 template <class T>
 std::vector<T> conv_direct(const Window& win, const Channels& ch, const std::vector<T>& x,
                            const std::vector<T>& w) {
   const int64_t cig = ch.c_in / ch.groups, cog = ch.c_out / ch.groups;
   const int64_t lows = win.low_count(), highs = win.high_count(), ks = win.kernel_count();
+  bool nonfinite_w = false;
+  if constexpr (std::is_floating_point_v<T>)
+    nonfinite_w = std::any_of(w.begin(), w.end(), [](T v) { return !std::isfinite(v); });
   std::vector<T> out(std::size_t(ch.batch * ch.c_out * lows), T{});
   std::vector<Tap> taps, scratch;
+  std::vector<int64_t> padded; // kernel offsets of lo's taps over padding
+  std::vector<char> in_range(static_cast<std::size_t>(ks));
   for (int64_t lo = 0; lo < lows; ++lo) {
     win.taps(lo, taps, scratch);
+    padded.clear();
+    if (nonfinite_w && int64_t(taps.size()) < ks) {
+      std::fill(in_range.begin(), in_range.end(), 0);
+      for (const Tap& t : taps) in_range[std::size_t(t.k)] = 1;
+      for (int64_t k = 0; k < ks; ++k)
+        if (!in_range[std::size_t(k)]) padded.push_back(k);
+    }
     for (int64_t n = 0; n < ch.batch; ++n) {
       for (int64_t oc = 0; oc < ch.c_out; ++oc) {
         const int64_t g = oc / cog;
@@ -143,6 +156,7 @@ std::vector<T> conv_direct(const Window& win, const Channels& ch, const std::vec
         for (int64_t ic = 0; ic < cig; ++ic) {
           const int64_t xb = (n * ch.c_in + g * cig + ic) * highs, wb = (oc * cig + ic) * ks;
           for (const Tap& t : taps) acc += x[std::size_t(xb + t.high)] * w[std::size_t(wb + t.k)];
+          for (int64_t k : padded) acc += T{} * w[std::size_t(wb + k)];
         }
         out[std::size_t((n * ch.c_out + oc) * lows + lo)] = acc;
       }

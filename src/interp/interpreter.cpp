@@ -79,6 +79,8 @@ bool has_kernel(ir::OpKind k) {
     return reduce_scan_has(k) || contract_has(k) || norm_has(k) || attention_has(k);
   case ir::Family::Spectral:
     return spectral_has(k);
+  case ir::Family::Control:
+    return control_has(k);
   }
   return false;
 }
@@ -123,6 +125,8 @@ Buffer eval_node(const ir::Node& n, std::span<const Buffer* const> in) {
     return eval_attention(n, in);
   case ir::Family::Spectral:
     return eval_spectral(n, in);
+  case ir::Family::Control:
+    return eval_control(n, in);
   case ir::Family::Leaf:
     break;
   }

@@ -19,6 +19,7 @@ Buffer eval_norm(const ir::Node& n, Operands in);
 Buffer eval_attention(const ir::Node& n, Operands in);
 Buffer eval_conv_pool(const ir::Node& n, Operands in);
 Buffer eval_spectral(const ir::Node& n, Operands in);
+Buffer eval_control(const ir::Node& n, Operands in);
 /// Whether the family function above handles the kind (for has_kernel and the table test).
 bool elementwise_has(ir::OpKind k);
 bool reduce_scan_has(ir::OpKind k);
@@ -28,6 +29,7 @@ bool norm_has(ir::OpKind k);
 bool attention_has(ir::OpKind k);
 bool conv_pool_has(ir::OpKind k);
 bool spectral_has(ir::OpKind k);
+bool control_has(ir::OpKind k);
 
 /// An activation's scalar rule on one value (default attributes, e.g. leaky_relu alpha 0.01).
 double apply_activation(ir::Activation act, double x);

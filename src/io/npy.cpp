@@ -1,6 +1,8 @@
 // src/io/npy.cpp -- NumPy .npy reader and writer: magic, version, Python-dict header, raw data.
 #include "rlx/io/npy.hpp"
 
+#include "rlx/io/file.hpp"
+
 #include <bit>
 #include <cerrno>
 #include <cstdint>
@@ -301,17 +303,7 @@ interp::Buffer read_npy(std::string_view bytes, std::string_view source) {
   return out;
 }
 
-interp::Buffer load_npy(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    fail(ErrorKind::Io, "npy: cannot read '", path, "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, "npy: cannot open '", path, "' for reading: ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(ErrorKind::Io, "npy: error while reading '", path, "'");
-  return read_npy(ss.str(), path);
-}
+interp::Buffer load_npy(const std::string& path) { return read_npy(read_file(path, "npy"), path); }
 
 std::string write_npy(const interp::Buffer& buffer) {
   std::string_view descr = descr_of(buffer.dtype());

@@ -3,6 +3,7 @@
 #include "attr_value.hpp"
 
 #include "attr_reflect.hpp"
+#include "rlx/ir/text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +33,8 @@ std::string_view kind_name(K k) {
     return "bytes";
   case K::List:
     return "a list";
+  case K::Graph:
+    return "a graph";
   }
   return "?";
 }
@@ -65,6 +68,8 @@ template <class T> AttrValue to_value(const T& v) {
     a.kind = K::Bytes;
     a.bytes = v.data;
     return a;
+  } else if constexpr (std::is_same_v<T, SubGraph>) {
+    return AttrValue::subgraph(v);
   } else if constexpr (IsOptional<T>::value) {
     return v ? to_value(*v) : AttrValue::none();
   } else if constexpr (IsVector<T>::value || IsArray<T>::value) {
@@ -154,6 +159,9 @@ template <class T> void from_value(const AttrValue& v, T& out, const std::string
     } else {
       type_error(path, "bytes", v);
     }
+  } else if constexpr (std::is_same_v<T, SubGraph>) {
+    if (v.kind != K::Graph) type_error(path, "a graph", v);
+    out = v.graph;
   } else if constexpr (IsOptional<T>::value) {
     if (v.kind == K::None) {
       out.reset();
@@ -248,6 +256,9 @@ std::size_t hash_value_tree(const AttrValue& v, std::size_t h) {
   case K::List:
     for (const auto& e : v.list) h = hash_value_tree(e, h);
     mix(v.list.size());
+    break;
+  case K::Graph: // the text IR is exact: equal bodies print alike, different ones differently
+    mix(std::hash<std::string>{}(to_text(v.graph.get())));
     break;
   }
   return h;

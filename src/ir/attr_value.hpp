@@ -14,7 +14,7 @@
 namespace rlx::ir::detail {
 
 struct AttrValue {
-  enum class Kind : uint8_t { None, Bool, Int, Float, String, Ident, Bytes, List };
+  enum class Kind : uint8_t { None, Bool, Int, Float, String, Ident, Bytes, List, Graph };
   Kind kind = Kind::None;
   bool b = false;
   int64_t i = 0;
@@ -23,6 +23,7 @@ struct AttrValue {
   std::string s;    ///< String and Ident
   std::vector<uint8_t> bytes;
   std::vector<AttrValue> list;
+  SubGraph graph; ///< Graph (custom_fn's bodies)
 
   static AttrValue none() { return {}; }
   static AttrValue boolean(bool v) {
@@ -48,6 +49,12 @@ struct AttrValue {
     AttrValue a;
     a.kind = Kind::String;
     a.s = std::move(v);
+    return a;
+  }
+  static AttrValue subgraph(SubGraph g) {
+    AttrValue a;
+    a.kind = Kind::Graph;
+    a.graph = std::move(g);
     return a;
   }
   static AttrValue ident(std::string v) {

@@ -103,6 +103,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_contract(op, in);
     case Family::Spectral:
       return detail::infer_spectral(op, in);
+    case Family::Control:
+      return detail::infer_control(op, in);
     }
   } catch (const detail::DynamicUnknown&) {
     return std::nullopt;

@@ -4,6 +4,7 @@
 #include "attr_value.hpp"
 #include "json_value.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -19,6 +20,9 @@ using AK = AttrValue::Kind;
 using JK = JsonValue::Kind;
 
 constexpr char kHexDigits[] = "0123456789abcdef";
+
+JsonValue graph_to_json(const Graph& g);
+Graph graph_from_json(const JsonValue& doc, const std::string& root);
 
 // ---- Graph -> JSON
 
@@ -51,6 +55,8 @@ JsonValue attr_to_json(const AttrValue& v) {
     for (const AttrValue& e : v.list) a.array.push_back(attr_to_json(e));
     return a;
   }
+  case AK::Graph:
+    return graph_to_json(v.graph.get());
   }
   return JsonValue::null();
 }
@@ -171,10 +177,15 @@ AttrValue json_to_attr(const JsonValue& v, const std::string& path) {
       a.list.push_back(json_to_attr(v.array[k], index_path(path, k)));
     return a;
   }
-  case JK::Object:
+  case JK::Object: { // only a nested graph (custom_fn's bodies), known by its "nodes" key
+    bool graph = std::any_of(v.object.begin(), v.object.end(),
+                             [](const auto& kv) { return kv.first == "nodes"; });
+    if (graph) return AttrValue::subgraph(SubGraph(graph_from_json(v, path)));
     break;
   }
-  path_fail(path, "expected an attribute value, got an object");
+  }
+  path_fail(path, "expected an attribute value, got an object (only a nested graph, with "
+                  "\"nodes\", is one)");
 }
 
 Op parse_op(const JsonValue& v, const std::string& path) {
@@ -305,9 +316,7 @@ void parse_node(Graph& g, const JsonValue& v, const std::string& path) {
   }
 }
 
-} // namespace
-
-std::string to_json(const Graph& g, bool pretty) {
+JsonValue graph_to_json(const Graph& g) {
   JsonValue nodes = JsonValue::make_array();
   nodes.array.reserve(g.len());
   for (const Node& n : g.nodes()) nodes.array.push_back(node_to_json(n));
@@ -317,26 +326,25 @@ std::string to_json(const Graph& g, bool pretty) {
   doc.object.emplace_back("name", JsonValue::string(g.name));
   doc.object.emplace_back("nodes", std::move(nodes));
   doc.object.emplace_back("outputs", std::move(outputs));
-  return detail::write_json(doc, pretty);
+  return doc;
 }
 
-Graph from_json(std::string_view json) {
-  JsonValue doc = detail::parse_json(json);
-  const std::string root = "$";
+Graph graph_from_json(const JsonValue& doc, const std::string& root) {
   auto [name_v, nodes_v, outputs_v] = members<3>(doc, root, {"name", "nodes", "outputs"});
 
-  const JsonValue& name = expect(required(name_v, root, "name"), JK::String, "$.name");
+  const JsonValue& name = expect(required(name_v, root, "name"), JK::String, root + ".name");
   Graph g(name.s);
 
-  const JsonValue& nodes = expect(required(nodes_v, root, "nodes"), JK::Array, "$.nodes");
+  const JsonValue& nodes = expect(required(nodes_v, root, "nodes"), JK::Array, root + ".nodes");
   for (std::size_t k = 0; k < nodes.array.size(); ++k)
-    parse_node(g, nodes.array[k], index_path("$.nodes", k));
+    parse_node(g, nodes.array[k], index_path(root + ".nodes", k));
 
-  const JsonValue& outs = expect(required(outputs_v, root, "outputs"), JK::Array, "$.outputs");
+  const JsonValue& outs =
+      expect(required(outputs_v, root, "outputs"), JK::Array, root + ".outputs");
   std::vector<NodeId> outputs;
   outputs.reserve(outs.array.size());
   for (std::size_t k = 0; k < outs.array.size(); ++k) {
-    std::string out_path = index_path("$.outputs", k);
+    std::string out_path = index_path(root + ".outputs", k);
     uint32_t id = parse_id(outs.array[k], out_path);
     if (id >= g.len())
       path_fail(out_path,
@@ -346,5 +354,13 @@ Graph from_json(std::string_view json) {
   g.set_outputs(std::move(outputs));
   return g;
 }
+
+} // namespace
+
+std::string to_json(const Graph& g, bool pretty) {
+  return detail::write_json(graph_to_json(g), pretty);
+}
+
+Graph from_json(std::string_view json) { return graph_from_json(detail::parse_json(json), "$"); }
 
 } // namespace rlx::ir

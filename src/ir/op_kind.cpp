@@ -6,9 +6,10 @@
 namespace rlx::ir {
 
 std::string_view family_name(Family f) {
-  constexpr std::string_view names[] = {
-      "leaf",     "ew_unary", "ew_binary", "ew_ternary", "reduce", "scan",      "movement", "index",
-      "contract", "norm",     "attention", "conv",       "pool",   "composite", "spectral"};
+  constexpr std::string_view names[] = {"leaf",     "ew_unary",  "ew_binary", "ew_ternary",
+                                        "reduce",   "scan",      "movement",  "index",
+                                        "contract", "norm",      "attention", "conv",
+                                        "pool",     "composite", "spectral",  "control"};
   return names[static_cast<std::size_t>(f)];
 }
 

@@ -16,6 +16,7 @@ using detail::Token;
 using K = Token::Kind;
 
 constexpr int kMaxListDepth = 64;
+constexpr int kMaxGraphDepth = 16; // custom_fn bodies inside bodies
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -46,6 +47,19 @@ public:
   }
 
   Graph parse_graph() {
+    Graph g = parse_graph_body();
+    bump(); // '}'
+    if (tok_.kind != K::End) error("unexpected " + detail::describe(tok_) + " after the graph");
+    return g;
+  }
+
+private:
+  /// `graph @name { nodes return ... }`: the top-level graph or a nested one (an attribute
+  /// value, custom_fn's bodies), whose value names are its own.
+  Graph parse_graph_body() {
+    if (++graph_depth_ > kMaxGraphDepth) error("graphs are nested too deeply");
+    auto outer_ids = std::move(ids_);
+    ids_.clear();
     expect_ident("graph");
     expect(K::At, "after 'graph'");
     Graph g;
@@ -75,12 +89,14 @@ public:
       }
     }
     g.outputs = std::move(outs);
-    expect(K::RBrace, "to close the graph body");
-    if (tok_.kind != K::End) error("unexpected " + detail::describe(tok_) + " after the graph");
+    if (tok_.kind != K::RBrace)
+      error("expected " + std::string(detail::token_kind_name(K::RBrace)) +
+            " to close the graph body, found " + detail::describe(tok_));
+    ids_ = std::move(outer_ids);
+    --graph_depth_;
     return g;
   }
 
-private:
   void bump() { tok_ = lex_.next(); }
   [[noreturn]] void error(const std::string& msg) const { lex_.error_at(tok_.line, tok_.col, msg); }
   [[noreturn]] void error_at(const Token& t, const std::string& msg) const {
@@ -227,6 +243,10 @@ private:
       break;
     }
     case K::Ident:
+      if (tok_.text == "graph") {
+        v = AttrValue::subgraph(SubGraph(parse_graph_body())); // stops on its '}'
+        break;
+      }
       if (tok_.text == "none")
         v = AttrValue::none();
       else if (tok_.text == "true")
@@ -255,6 +275,7 @@ private:
   detail::Lexer lex_;
   Token tok_;
   std::unordered_map<int64_t, NodeId> ids_;
+  int graph_depth_ = 0;
 };
 
 } // namespace

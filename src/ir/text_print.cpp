@@ -60,6 +60,16 @@ void print_value(std::ostream& os, const AttrValue& v) {
     }
     os << ']';
     break;
+  case K::Graph: {
+    // A nested graph, its lines indented one level deeper than the node holding it.
+    std::string body = to_text(v.graph.get());
+    if (!body.empty() && body.back() == '\n') body.pop_back();
+    for (char c : body) {
+      os << c;
+      if (c == '\n') os << "    ";
+    }
+    break;
+  }
   }
 }
 

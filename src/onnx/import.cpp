@@ -3,6 +3,7 @@
 #include "importer.hpp"
 
 #include "rlx/interp.hpp"
+#include "rlx/io/file.hpp"
 #include "rlx/onnx.hpp"
 
 #include <cerrno>
@@ -380,26 +381,12 @@ Model parse_model(std::string_view bytes, std::string_view source, const LoadOpt
   return detail::Importer(m, source, options).run();
 }
 
-namespace {
-std::string read_all(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    fail(ErrorKind::Io, "cannot read '", path, "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, "cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(ErrorKind::Io, "error while reading '", path, "'");
-  return ss.str();
-}
-} // namespace
-
 Model load(const std::string& path, const LoadOptions& options) {
-  return parse_model(read_all(path), path, options);
+  return parse_model(io::read_file(path), path, options);
 }
 
 interp::Buffer load_tensor(const std::string& path, std::string* name) {
-  return read_tensor(read_all(path), path, name);
+  return read_tensor(io::read_file(path), path, name);
 }
 
 ModelSummary summarize(std::string_view bytes, std::string_view source) {

@@ -88,6 +88,9 @@ const PassInfo* find_pass(std::string_view name) {
 
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts) {
   PassRunner run(g, opts);
+  // First: user-defined sub-graphs become ordinary nodes every later pass (and the JIT's
+  // fusion) sees through.
+  run(inline_custom_fn);
   // Weights given as values become constants, so that their math folds below.
   run(param_specialize);
   // Off by default: every backend runs every composite op.
@@ -97,6 +100,8 @@ std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts)
   run(algebraic_simplify);
   // After simplifying, which makes more nodes alike.
   run(cse);
+  // Before the fusions, so a product it makes is a product like any other.
+  if (opts.conv_as_matmul) run(conv_as_matmul);
   // Fusion on the smallest graph, each as PipelineOptions::fuse says (FuseOptions: which are on
   // by default and why). Products of one input first, so that a SwiGLU's two projections become
   // one product whose halves fuse_swiglu finds.

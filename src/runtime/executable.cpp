@@ -64,6 +64,11 @@ struct Cache {
   std::unordered_map<std::string, std::shared_ptr<const Executable>> entries;
   CacheStats stats;
   std::shared_ptr<const Executable> last_run;
+  // run_executable counts without the lock (a cached rlx::jit call is a few hundred
+  // nanoseconds); last_run is replaced under the lock only when another executable ran.
+  std::atomic<int64_t> runs{0};
+  std::atomic<double> run_ms{0};
+  std::atomic<const Executable*> last_run_raw{nullptr};
 };
 
 Cache& cache() {
@@ -85,7 +90,13 @@ std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
   // norms, which keep their sums unrounded.
   ir::verify(g);
   ir::Graph opt = g;
-  passes::compile_pipeline(opt);
+  // Where the JIT's GEMM runs, convolutions become products and a product's bias and
+  // activation go into the GEMM's store (the interpreter keeps the unfused reference forms).
+  passes::PipelineOptions opts;
+  const bool gemm = backend == Backend::Jit && jit::gemm_supported();
+  opts.conv_as_matmul = gemm;
+  opts.fuse.matmul_bias_act = gemm;
+  passes::compile_pipeline(opt, opts);
   if (backend == Backend::Jit) return jit::compile_graph(opt);
   return std::make_shared<InterpExecutable>(opt);
 }
@@ -152,10 +163,13 @@ std::vector<interp::Buffer> run_executable(const std::shared_ptr<const Executabl
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Cache& c = cache();
-  std::lock_guard lock(c.mu);
-  ++c.stats.runs;
-  c.stats.run_ms += ms;
-  c.last_run = exe;
+  c.runs.fetch_add(1, std::memory_order_relaxed);
+  c.run_ms.fetch_add(ms, std::memory_order_relaxed);
+  if (c.last_run_raw.load(std::memory_order_acquire) != exe.get()) {
+    std::lock_guard lock(c.mu);
+    c.last_run = exe;
+    c.last_run_raw.store(exe.get(), std::memory_order_release);
+  }
   return out;
 }
 
@@ -169,6 +183,8 @@ CacheStats cache_stats() {
   Cache& c = cache();
   std::lock_guard lock(c.mu);
   CacheStats s = c.stats;
+  s.runs = c.runs.load(std::memory_order_relaxed);
+  s.run_ms = c.run_ms.load(std::memory_order_relaxed);
   s.entries = int64_t(c.entries.size());
   jit::add_kernel_stats(s);
   return s;
@@ -179,6 +195,7 @@ void clear_cache() {
   std::lock_guard lock(c.mu);
   c.entries.clear();
   c.last_run.reset();
+  c.last_run_raw.store(nullptr, std::memory_order_release);
 }
 
 } // namespace rlx

@@ -9,6 +9,10 @@ namespace rlx::jit {
 /// the runtime kernels). rlx::Error (ErrorKind::Runtime) when LLVM fails.
 std::shared_ptr<const Executable> compile_graph(const ir::Graph& g);
 
+/// Whether this host runs the JIT's generated GEMM (declared again from jit/gemm.hpp): the
+/// compile pipeline then rewrites convolutions as products (passes::conv_as_matmul).
+bool gemm_supported();
+
 /// Fill the kernel counters of `stats` (kernels_compiled, disk_hits, ...).
 void add_kernel_stats(CacheStats& stats);
 

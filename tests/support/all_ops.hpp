@@ -51,6 +51,21 @@ inline ir::Graph all_ops_graph() {
   add(OpKind::Conv2d, Conv2dAttrs{{3, 5}, {2, 1}, {1, 2}, {1, 3}, 4}, {a, b});
   add(OpKind::ConvTranspose3d, ConvTranspose3dAttrs{{2, 2, 2}, {1, 0, 1}, {1, 1, 2}, {1, 0, 0}, 2},
       {a, b});
+  { // custom_fn with nested bodies: a symbolic fwd_body calling a custom_fn, and a vjp_body
+    Graph inner("inner");
+    NodeId u = inner.input("u", Shape({Dim::dynamic("n")}, DType::F32));
+    inner.set_outputs({inner.add_node(Op(OpKind::Exp), {u}, inner.shape(u))});
+    Graph fwd("fwd \"body\"");
+    NodeId x = fwd.input("x", Shape({Dim::dynamic("n")}, DType::F32));
+    CustomFnAttrs call{SubGraph(inner), std::nullopt, std::nullopt, 1};
+    fwd.set_outputs({fwd.add_node(Op(OpKind::CustomFn, call), {x}, fwd.shape(x))});
+    Graph vjp("vjp");
+    vjp.input("x", Shape({3}, DType::F32));
+    vjp.input("primal_output", Shape({3}, DType::F32));
+    NodeId d = vjp.input("d_output", Shape({3}, DType::F32));
+    vjp.set_outputs({d, d});
+    add(OpKind::CustomFn, CustomFnAttrs{SubGraph(fwd), SubGraph(vjp), std::nullopt, 1}, {a});
+  }
   NodeId labeled = g.append_node(Op(OpKind::Relu), {a}, Shape({Dim::dynamic(42u)}, DType::F32),
                                  std::string("relu \"label\""));
   g.set_outputs({labeled, a, labeled});

@@ -4,6 +4,7 @@
 #include "args.hpp"
 
 #include <rlx/error.hpp>
+#include <rlx/io/file.hpp>
 #include <rlx/ir/json.hpp>
 #include <rlx/ir/text.hpp>
 #include <rlx/ir/verify.hpp>
@@ -25,15 +26,7 @@ std::string read_file(const std::string& path) {
     if (std::cin.bad()) fail(ErrorKind::Io, "cannot read standard input");
     return text;
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    fail(ErrorKind::Io, "cannot read '", path, "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, "cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(ErrorKind::Io, "error while reading '", path, "'");
-  return ss.str();
+  return io::read_file(path);
 }
 
 bool looks_like_json(std::string_view path, std::string_view text) {

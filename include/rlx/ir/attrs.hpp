@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -25,6 +26,24 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Bytes {
   std::vector<uint8_t> data;
   friend bool operator==(const Bytes&, const Bytes&) = default;
+};
+
+class Graph; // rlx/ir/graph.hpp
+
+/// A graph-valued attribute (custom_fn's bodies): an immutable graph shared by copies of the op,
+/// compared deeply (two custom_fns with different bodies are different ops). The default is the
+/// empty graph. Printed as a nested `graph @name { ... }` in the text IR and as a nested graph
+/// object in JSON.
+class SubGraph {
+public:
+  SubGraph() = default;
+  explicit SubGraph(Graph g);
+  /// The graph (an empty one for a default SubGraph).
+  const Graph& get() const;
+  friend bool operator==(const SubGraph& a, const SubGraph& b);
+
+private:
+  std::shared_ptr<const Graph> graph_;
 };
 
 /// How attention masks scores: None, Causal, SlidingWindow (uses `window`), a Custom [B, Sk]

@@ -18,8 +18,9 @@
 namespace rlx::ir {
 
 class GraphModule; // rlx/ir/module.hpp
-class HirModule;   // rlx/ir/hir.hpp
-struct LirModule;  // rlx/ir/lir.hpp
+struct MultiOutputHandle;
+class HirModule;  // rlx/ir/hir.hpp
+struct LirModule; // rlx/ir/lir.hpp
 
 /// A computation graph. Insertion order is topological order: every node's inputs have smaller
 /// ids. Nodes have one output each. Method names and argument order follow the seed
@@ -424,6 +425,26 @@ public:
   /// |z|^2 of a c64 tensor, as f32.
   NodeId complex_norm_sq(NodeId z, Loc loc = Loc::current());
 
+  // ---- Sub-graphs (src/ir/builders_control.cpp)
+  /// User-defined sub-graph with optional override AD rules (jax's custom_vjp / custom_jvp): a
+  /// custom_fn node computing fwd_body on `inputs`. fwd_body has one Input per operand (matched
+  /// in id order; dtypes and ranks equal, static sizes equal, its symbols unify with the
+  /// operands' dims), no Params and one output, whose shape (symbols substituted) is the node's.
+  /// vjp_body: Inputs = the primal inputs (id order) plus "primal_output" and "d_output";
+  /// outputs = one cotangent per primal input. jvp_body: the primal inputs plus "tangent_0" ..
+  /// "tangent_{n-1}" and optionally "primal_output"; one output (the tangent). Without a body,
+  /// autodiff differentiates fwd_body inlined. rlx::Error naming custom_fn, the shapes and the
+  /// caller's line when a body does not fit.
+  NodeId custom_fn(std::vector<NodeId> inputs, Graph fwd_body,
+                   std::optional<Graph> vjp_body = std::nullopt,
+                   std::optional<Graph> jvp_body = std::nullopt, Loc loc = Loc::current());
+  /// Multi-output custom_fn (the seed's concat-with-narrow design): fwd_body's K outputs are
+  /// flattened and concatenated into one 1-D output of a custom_fn node; the handle's
+  /// output(g, i) narrows and reshapes output i back. All outputs must be f32 with static shapes
+  /// (an rlx::Error naming custom_fn_multi, the output and its shape otherwise).
+  MultiOutputHandle custom_fn_multi(std::vector<NodeId> inputs, Graph fwd_body,
+                                    Loc loc = Loc::current());
+
   /// Deep structural equality: name, nodes (op, attributes, inputs, shape, label) and outputs.
   friend bool operator==(const Graph& a, const Graph& b) {
     return a.name == b.name && a.outputs == b.outputs && a.nodes_ == b.nodes_;
@@ -461,6 +482,18 @@ private:
   void check_id(NodeId id, std::string_view what) const;
 
   std::vector<Node> nodes_;
+};
+
+/// What custom_fn_multi returns: the custom_fn node computing the outputs flattened and
+/// concatenated, and where each output lies in it.
+struct MultiOutputHandle {
+  NodeId source;                 ///< the custom_fn node (a 1-D f32 value)
+  std::vector<Shape> sub_shapes; ///< shape of each output
+  std::vector<int64_t> offsets;  ///< where each output starts in source
+  std::size_t len() const { return sub_shapes.size(); }
+  /// Output i of the body: a narrow of source, reshaped, appended to g (the graph holding
+  /// source); rlx::Error when i is out of range.
+  NodeId output(Graph& g, std::size_t i, Loc loc = Loc::current()) const;
 };
 
 /// The text IR (see docs/text_ir.md); parse(to_string(g)) == g.

@@ -38,6 +38,7 @@ enum class Family : uint8_t {
   Pool,
   Composite,
   Spectral,
+  Control,
 };
 std::string_view family_name(Family f);
 
