@@ -1,14 +1,20 @@
 // bench/bench_gemm.cpp -- f32 C = A B, row-major, at square sizes 16..2048 and the BERT layer's
 // projection shapes (60x384 @ 384x1152, 60x384 @ 384x1536), on 1 and 2 threads. Peers: rlx (a
 // matmul graph compiled once with rlx::compile(g, Backend::Jit), timed through Executable::run:
-// the JIT's Gemm step, asmjit micro-kernels, and the output's allocation from rlx's pool),
+// the JIT's Gemm step, asmjit micro-kernels, and the output's allocation from rlx's pool; and
+// "rlx GEMM call": the GEMM itself (jit/gemm.hpp) on a call prepared as the Gemm step prepares
+// it, with the small kernel when the product is small, into a preallocated C as the peers),
 // OpenBLAS cblas_sgemm (threads set with openblas_set_num_threads), Eigen 3.4 (built without
 // OpenMP: one thread) and libxsmm's JIT kernels (sizes up to 64, one thread, row-major through
 // C^T = B^T A^T). Every peer's result is compared with rlx's before it is timed; a mismatch fails
 // the run (exit 1).
 #include "bench_util.hpp"
 
-#include <rlx/rlx.hpp>
+#include "../jit/gemm.hpp"
+
+#include <rlx/interp.hpp>
+#include <rlx/ir/graph.hpp> // not rlx.hpp: its rlx::jit() would clash with namespace rlx::jit
+#include <rlx/runtime.hpp>
 
 #include <Eigen/Core>
 #include <cblas.h>
@@ -25,6 +31,7 @@ namespace {
 constexpr char kTable[] = "gemm";
 constexpr char kBertTable[] = "gemm: BERT shapes";
 constexpr char kRateTable[] = "gemm GFLOP/s";
+constexpr char kF64Table[] = "gemm f64";
 
 struct Shape3 {
   int64_t m, n, k;
@@ -67,12 +74,22 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
   std::vector<const rlx::interp::Buffer*> leaves = {&ba, &bb};
   std::vector<float> want = exe->run(leaves)[0].to_f32();
 
-  std::vector<float> c_blas(want.size()), c_eigen(want.size()), c_xsmm(want.size());
+  std::vector<float> c_blas(want.size()), c_eigen(want.size()), c_xsmm(want.size()),
+      c_call(want.size());
+  rlx::jit::GemmCall call;
+  call.m = s.m;
+  call.n = s.n;
+  call.k = s.k;
+  call.a = {a.data(), s.k, 1};
+  call.b = {b.data(), s.n, 1};
+  call.c = c_call.data();
+  call.small = rlx::jit::gemm_small_kernel(call, false, false);
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<const RowMajor> ea(a.data(), s.m, s.k), eb(b.data(), s.k, s.n);
   Eigen::Map<RowMajor> ec(c_eigen.data(), s.m, s.n);
   std::vector<Peer> peers;
   peers.push_back({"rlx", [&] { bench::clobber(exe->run(leaves)[0].bytes().data()); }, nullptr, 2});
+  peers.push_back({"rlx GEMM call", [&] { rlx::jit::sgemm(call); }, c_call.data(), 2});
   peers.push_back({"OpenBLAS cblas_sgemm",
                    [&] {
                      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n),
@@ -117,6 +134,42 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
   return ok;
 }
 
+/// f64 C = A B at n x n x n: rlx's GEMM call (the f64 kernels) against cblas_dgemm.
+bool run_f64(int64_t n, const bench::Args& args, const bench::Budget& budget) {
+  std::vector<float> af = make_input(n * n, 1), bf = make_input(n * n, 2);
+  std::vector<double> a(af.begin(), af.end()), b(bf.begin(), bf.end());
+  std::vector<double> c_call(std::size_t(n * n)), c_blas(std::size_t(n * n));
+  rlx::jit::DGemmCall call;
+  call.m = call.n = call.k = n;
+  call.a = {a.data(), n, 1};
+  call.b = {b.data(), n, 1};
+  call.c = c_call.data();
+  call.small = rlx::jit::gemm_small_kernel(call, false, false);
+  auto blas = [&] {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0, a.data(),
+                int(n), b.data(), int(n), 0.0, c_blas.data(), int(n));
+  };
+  bool ok = true;
+  for (int threads : args.threads) {
+    rlx::set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    rlx::jit::dgemm(call);
+    blas();
+    for (std::size_t i = 0; i < c_call.size(); ++i)
+      if (!(std::fabs(c_call[i] - c_blas[i]) <= 1e-12 * double(n) + 1e-12 * std::fabs(c_blas[i])))
+        ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "bench_gemm: cblas_dgemm differs from rlx at %lld\n", (long long)n);
+      return false;
+    }
+    bench::emit_time({kF64Table, "rlx GEMM call", threads, n, true},
+                     bench::measure([&] { rlx::jit::dgemm(call); }, budget));
+    bench::emit_time({kF64Table, "OpenBLAS cblas_dgemm", threads, n, false},
+                     bench::measure(blas, budget));
+  }
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +190,10 @@ int main(int argc, char** argv) {
   for (int64_t n : args.sizes) ok &= run_shape(kTable, {n, n, n}, n, args, budget);
   for (int64_t n : {int64_t(1152), int64_t(1536)})
     ok &= run_shape(kBertTable, {60, n, 384}, n, args, budget);
+  bench::emit_note(kF64Table, "f64 C = A B, square n x n, n <= 1024: rlx's GEMM call against "
+                              "OpenBLAS cblas_dgemm");
+  for (int64_t n : args.sizes)
+    if (n <= 1024) ok &= run_f64(n, args, budget);
   libxsmm_finalize();
   return ok ? 0 : 1;
 }

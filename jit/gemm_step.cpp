@@ -1,4 +1,6 @@
-// jit/gemm_step.cpp -- matmul / fused_matmul_bias_act of f32 as calls of the generated GEMM.
+// jit/gemm_step.cpp -- matmul / fused_matmul_bias_act of f32 or f64 as calls of the generated
+// GEMM, optionally with a residual added in the store (add(product, r), the product read by
+// nothing else). A small product gets a kernel specialized for its shape when it is lowered.
 // NumPy's matmul rules: batch dims broadcast (each batch's operand offset is computed once, when
 // the step is built), a rank-1 lhs is one row, a rank-1 rhs one column. A transpose of an
 // operand's last two axes is read through strides (the GEMM's packing), so it needs no step.
@@ -29,10 +31,12 @@ std::optional<ir::Activation> activation_of(const ir::Node& n) {
 
 bool is_relu(ir::Activation a) { return ir::to_op_kind(a) == ir::OpKind::Relu; }
 
-/// The activation alone over f32[n], as a graph for the element-wise lowering.
-ir::Graph activation_graph(ir::Activation act, int64_t n) {
+bool gemm_dtype(ir::DType d) { return d == ir::DType::F32 || d == ir::DType::F64; }
+
+/// The activation alone over [n] of the type, as a graph for the element-wise lowering.
+ir::Graph activation_graph(ir::Activation act, int64_t n, ir::DType dtype) {
   ir::Graph g("gemm_epilogue");
-  ir::Shape s({n}, ir::DType::F32);
+  ir::Shape s({n}, dtype);
   ir::NodeId x = g.input("x", s);
   g.set_outputs({g.activation(act, x, s)});
   return g;
@@ -61,10 +65,10 @@ bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id) {
 
 bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n) {
   if (!is_contraction(n) || !gemm_supported() || !n.shape.is_static() ||
-      n.shape.dtype() != ir::DType::F32)
+      !gemm_dtype(n.shape.dtype()))
     return false;
   for (ir::NodeId in : n.inputs)
-    if (!g.shape(in).is_static() || g.shape(in).dtype() != ir::DType::F32 ||
+    if (!g.shape(in).is_static() || g.shape(in).dtype() != n.shape.dtype() ||
         g.shape(in).rank() == 0)
       return false;
   if (n.shape.rank() == 0) return false; // vector . vector: leave to the runtime kernel
@@ -77,21 +81,86 @@ bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n) {
         std::any_of(bs.begin(), bs.end() - 1, [](int64_t d) { return d != 1; }))
       return false;
     if (std::optional<ir::Activation> act = activation_of(n); act && !is_relu(*act)) {
-      ir::Graph eg = activation_graph(*act, cols);
+      ir::Graph eg = activation_graph(*act, cols, n.shape.dtype());
       if (!lowers_natively(eg, eg.node(eg.outputs[0]))) return false;
     }
   }
   return true;
 }
 
-std::vector<ir::NodeId> gemm_reads(const ir::Graph& g, const ir::Node& n) {
+namespace {
+
+/// The contraction operand of an add (its first operand that is a matmul or
+/// fused_matmul_bias_act) and the other one. Cheap: the executable asks on every run.
+std::optional<std::pair<ir::NodeId, ir::NodeId>> split_residual(const ir::Graph& g,
+                                                                const ir::Node& n) {
+  if (n.op.kind() != ir::OpKind::Add || n.inputs.size() != 2) return {};
+  for (std::size_t i = 0; i < 2; ++i)
+    if (is_contraction(g.node(n.inputs[i]))) return std::pair(n.inputs[i], n.inputs[1 - i]);
+  return {};
+}
+
+} // namespace
+
+std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::Node& n,
+                                                const std::vector<int>& uses) {
+  auto split = split_residual(g, n);
+  if (!split) return std::nullopt;
+  auto [x, r] = *split;
+  const ir::Node& xn = g.node(x);
+  if (x == r || uses[x.index] != 1 || !n.shape.is_static() || g.shape(x) != n.shape ||
+      g.shape(r) != n.shape || lowers_natively(g, xn) || !lowers_as_gemm(g, xn))
+    return std::nullopt;
+  return x;
+}
+
+std::vector<ir::NodeId> gemm_reads(const ir::Graph& g, const ir::Node& add) {
+  auto split = split_residual(g, add);
+  const ir::Node& n = split ? g.node(split->first) : add;
   std::vector<ir::NodeId> reads = {read_buffer(g, n.inputs[0]), read_buffer(g, n.inputs[1])};
   if (n.op.kind() == ir::OpKind::FusedMatMulBiasAct) reads.push_back(n.inputs[2]);
+  if (split) reads.push_back(split->second);
   return reads;
 }
 
-GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& name) {
+namespace {
+
+template <class T>
+void fill_call(GemmCallT<T>& c, const GemmCall& shape, bool has_bias, bool has_residual) {
+  c.batches = shape.batches;
+  c.m = shape.m;
+  c.n = shape.n;
+  c.k = shape.k;
+  c.a = {nullptr, shape.a.rs, shape.a.cs};
+  c.b = {nullptr, shape.b.rs, shape.b.cs};
+  c.relu = shape.relu;
+  c.epilogue = shape.epilogue;
+  c.small = gemm_small_kernel(c, has_bias, has_residual);
+}
+
+template <class T> void run_call(GemmCallT<T> c, const GemmStep& s, void* const* bufs) {
+  c.a.p = static_cast<const T*>(bufs[0]);
+  c.b.p = static_cast<const T*>(bufs[1]);
+  std::size_t i = 2;
+  c.bias = s.has_bias ? static_cast<const T*>(bufs[i++]) : nullptr;
+  c.residual = s.has_residual ? static_cast<const T*>(bufs[i++]) : nullptr;
+  c.c = static_cast<T*>(bufs[i]);
+  c.a_off = s.a_off.data();
+  c.b_off = s.b_off.data();
+  if constexpr (sizeof(T) == 8)
+    dgemm(c);
+  else
+    sgemm(c);
+}
+
+} // namespace
+
+GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& name) {
   GemmStep s;
+  auto split = split_residual(g, add);
+  const ir::Node& n = split ? g.node(split->first) : add;
+  s.has_residual = split.has_value();
+  s.f64 = n.shape.dtype() == ir::DType::F64;
   std::vector<int64_t> as = g.shape(n.inputs[0]).sizes(), bs = g.shape(n.inputs[1]).sizes();
   bool ta = gemm_folds_transpose(g, n.inputs[0]), tb = gemm_folds_transpose(g, n.inputs[1]);
   GemmCall& c = s.call;
@@ -137,7 +206,7 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& na
     if (is_relu(*act)) {
       c.relu = true;
     } else {
-      ir::Graph eg = activation_graph(*act, c.n);
+      ir::Graph eg = activation_graph(*act, c.n, n.shape.dtype());
       Plan plan = make_plan(eg);
       if (plan.kernels.size() != 1)
         throw InternalError("gemm: an activation epilogue did not plan as one kernel");
@@ -145,18 +214,18 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& na
       c.epilogue = s.epilogue.fn;
     }
   }
+  if (s.f64)
+    fill_call(s.dcall, c, s.has_bias, s.has_residual);
+  else
+    fill_call(s.call, c, s.has_bias, s.has_residual);
   return s;
 }
 
 void GemmStep::run(void* const* bufs) const {
-  GemmCall c = call;
-  c.a.p = static_cast<const float*>(bufs[0]);
-  c.b.p = static_cast<const float*>(bufs[1]);
-  c.bias = has_bias ? static_cast<const float*>(bufs[2]) : nullptr;
-  c.c = static_cast<float*>(bufs[has_bias ? 3 : 2]);
-  c.a_off = a_off.data();
-  c.b_off = b_off.data();
-  sgemm(c);
+  if (f64)
+    run_call(dcall, *this, bufs);
+  else
+    run_call(call, *this, bufs);
 }
 
 } // namespace rlx::jit

@@ -1,5 +1,6 @@
-// jit/gemm_step.hpp -- matmul and fused_matmul_bias_act of f32 as a JIT step on the generated
-// GEMM (jit/gemm.hpp): which nodes it takes, what it reads, and the compiled call.
+// jit/gemm_step.hpp -- matmul and fused_matmul_bias_act of f32 or f64 as a JIT step on the
+// generated GEMM (jit/gemm.hpp), also with a residual added (add(product, r)): which nodes it
+// takes, what it reads, and the compiled call.
 #pragma once
 
 #include "gemm.hpp"
@@ -7,35 +8,49 @@
 
 #include "rlx/ir/graph.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace rlx::jit {
 
-/// Whether a Gemm step computes this node: matmul or fused_matmul_bias_act with static f32
-/// operands and result on a host with AVX-512F; a fused bias must be one value per output
-/// column (f32[N], possibly with leading 1s) and the activation relu or one the element-wise
-/// lowering compiles.
+/// Whether a Gemm step computes this node: matmul or fused_matmul_bias_act with static f32 or
+/// f64 operands and result (all one type) on a host with AVX-512F or AVX2; a fused bias must be one
+/// value per output column (f32[N], possibly with leading 1s) and the activation relu or one the
+/// element-wise lowering compiles.
 bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n);
 
 /// Whether operand `id` of a Gemm step is a transpose of the last two axes (of a static
 /// operand of rank >= 2) that the GEMM reads through strides from the transpose's operand.
 bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id);
 
+/// The contraction of an `add` node that one Gemm step computes together with the add, the
+/// other operand added in the GEMM's store: its first operand that is a matmul or
+/// fused_matmul_bias_act, when that lowers_as_gemm (and not natively), nothing else reads it
+/// (`uses`: how often each node is read, graph outputs included) and both operands have the add's
+/// shape (no broadcast). Else nullopt.
+std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::Node& n,
+                                                const std::vector<int>& uses);
+
 /// The buffers a Gemm step reads, in order: A, B (a folded transpose's operand in its place),
-/// then the bias if any.
+/// the bias if any, then for an add node (gemm_residual_product) the residual. The step's
+/// output must not share memory with the residual (a later depth block reads it).
 std::vector<ir::NodeId> gemm_reads(const ir::Graph& g, const ir::Node& n);
 
-/// A Gemm step ready to run: the call with everything but the pointers, the batch offsets and
-/// the activation's kernel.
+/// A Gemm step ready to run: the call with everything but the pointers (`call` for f32,
+/// `dcall` for f64), the batch offsets, the small kernel when the product is small and the
+/// activation's kernel.
 struct GemmStep {
   GemmCall call;
+  DGemmCall dcall;
+  bool f64 = false;
   std::vector<int64_t> a_off, b_off;
   NativeKernel epilogue;
-  bool has_bias = false;
+  bool has_bias = false, has_residual = false;
   /// bufs: gemm_reads' buffers in order, then the output.
   void run(void* const* bufs) const;
 };
 
+/// n: a node lowers_as_gemm, or an add with a gemm_residual_product.
 GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& name);
 
 } // namespace rlx::jit

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace rlx::jit {
 
@@ -97,6 +98,12 @@ Plan make_plan(const ir::Graph& g) {
   // view of them must be a buffer of its own. The others become View steps (`view`).
   std::vector<char> buffer_read(g.len(), 0), view(g.len(), 0);
   for (ir::NodeId o : g.outputs) buffer_read[o.index] = 1;
+  // add(product, r): one Gemm step at the add, the product (read by nothing else) has none.
+  std::vector<int> uses(g.len(), 0);
+  for (const ir::Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) ++uses[in.index];
+  for (ir::NodeId o : g.outputs) ++uses[o.index];
+  std::vector<char> residual_gemm(g.len(), 0), absorbed(g.len(), 0);
   // Consumers come after their operands: walking backwards, a reshape or expand knows whether
   // it is needed before its operands are marked.
   for (std::size_t i = g.len(); i-- > 0;) {
@@ -104,6 +111,12 @@ Plan make_plan(const ir::Graph& g) {
     if ((is_reshape(n) || is_expand(n) || is_gemm_transpose(g, n) || library_view(g, n.id)) &&
         !needed[i])
       continue;
+    if (absorbed[i]) continue;
+    if (std::optional<ir::NodeId> x = gemm_residual_product(g, n, uses)) {
+      residual_gemm[i] = absorbed[x->index] = 1;
+      for (ir::NodeId in : gemm_reads(g, n)) needed[in.index] = 1;
+      continue;
+    }
     if (!lowers_natively(g, n) && lowers_as_gemm(g, n)) {
       for (ir::NodeId in : gemm_reads(g, n)) needed[in.index] = 1;
       continue;
@@ -151,10 +164,12 @@ Plan make_plan(const ir::Graph& g) {
       plan.steps.push_back({Step::Kind::View, 0, n.id});
       continue;
     }
-    if (!lowers_natively(g, n)) {
+    if (absorbed[n.id.index]) continue;
+    if (residual_gemm[n.id.index] || !lowers_natively(g, n)) {
       step_of[n.id.index] = plan.steps.size() + 1;
       const LibraryKernel* lib = nullptr;
-      Step::Kind kind = lowers_as_row(g, n)                            ? Step::Kind::Row
+      Step::Kind kind = residual_gemm[n.id.index]                      ? Step::Kind::Gemm
+                        : lowers_as_row(g, n)                          ? Step::Kind::Row
                         : lowers_as_gemm(g, n)                         ? Step::Kind::Gemm
                         : (lib = find_library_kernel(g, n)) != nullptr ? Step::Kind::Library
                                                                        : Step::Kind::Runtime;
