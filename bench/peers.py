@@ -18,12 +18,13 @@ def note(text):
     print("@note " + json.dumps({"table": TABLE, "text": text}), flush=True)
 
 
-def row(peer, threads, size, samples, batch):
+def row(peer, threads, size, samples, batch, table=TABLE):
+    """One "@row" line: min / median / p95 / max of the per-call samples."""
     v = sorted(samples)
     k = len(v)
     median = v[k // 2] if k % 2 else 0.5 * (v[k // 2 - 1] + v[k // 2])
     p95 = v[min(k - 1, math.ceil(0.95 * k) - 1)]
-    print("@row " + json.dumps({"table": TABLE, "peer": peer, "threads": threads, "size": size,
+    print("@row " + json.dumps({"table": table, "peer": peer, "threads": threads, "size": size,
                                 "base": False, "unit": "s", "min": v[0], "median": median,
                                 "p95": p95, "max": v[-1], "samples": k, "batch": batch}),
           flush=True)

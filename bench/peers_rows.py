@@ -4,27 +4,14 @@
 # and PyTorch eager (torch.set_num_threads(n)), on the C++ bench's inputs, sampled by its rule
 # (peers.py: measure), printed as "@row" lines. Each peer is checked against an f64 reference.
 import argparse
-import json
-import math
 import sys
 
-from peers import measure
+from peers import measure, row
 
 
 def weyl(n, salt, np):
     k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
     return (-4.0 + 8.0 * k.astype(np.float64) / 2.0**32).astype(np.float32)
-
-
-def row(table, peer, threads, size, samples, batch):
-    v = sorted(samples)
-    k = len(v)
-    median = v[k // 2] if k % 2 else 0.5 * (v[k // 2 - 1] + v[k // 2])
-    p95 = v[min(k - 1, math.ceil(0.95 * k) - 1)]
-    print("@row " + json.dumps({"table": table, "peer": peer, "threads": threads, "size": size,
-                                "base": False, "unit": "s", "min": v[0], "median": median,
-                                "p95": p95, "max": v[-1], "samples": k, "batch": batch}),
-          flush=True)
 
 
 def main():
@@ -87,7 +74,7 @@ def main():
                     ok = False
                     continue
                 samples, batch = measure(fn, a.budget)
-                row(table, name, t, size, samples, batch)
+                row(name, t, size, samples, batch, table)
     return 0 if ok else 1
 
 
