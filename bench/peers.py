@@ -57,14 +57,21 @@ def measure(fn, budget, min_sample_s=2e-3, min_samples=5, max_samples=21):
     return samples, batch
 
 
-def main():
+def parse_args(sizes=None):
+    """The options every Python peer takes (--budget, --threads, and --sizes when it has
+    sizes); returns the parsed options and the thread counts as ints."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--budget", type=float, default=1.0)
-    ap.add_argument("--sizes", default="1000,10000,100000,1000000,10000000")
+    if sizes is not None:
+        ap.add_argument("--sizes", default=sizes)
     ap.add_argument("--threads", default="1,2")
     a = ap.parse_args()
+    return a, [int(t) for t in a.threads.split(",")]
+
+
+def main():
+    a, threads = parse_args("1000,10000,100000,1000000,10000000")
     sizes = [int(float(s)) for s in a.sizes.split(",")]
-    threads = [int(t) for t in a.threads.split(",")]
 
     try:
         import numpy as np

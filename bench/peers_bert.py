@@ -5,7 +5,6 @@
 # torch.jit.trace + torch.jit.freeze, on torch.set_num_threads(1) and (2). Same sampling and
 # "@row" lines as bench/peers.py (table "bert layer", size = batch x sequence). Skipped with a
 # note when torch is not importable.
-import argparse
 import json
 import os
 import sys
@@ -21,11 +20,7 @@ def note(text):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--budget", type=float, default=1.0)
-    ap.add_argument("--threads", default="1,2")
-    a = ap.parse_args()
-    threads = [int(t) for t in a.threads.split(",")]
+    a, threads = peers.parse_args()
     try:
         import torch
     except ImportError as e:

@@ -3,10 +3,9 @@
 # and layer norm over the rows of f32[512, 768] (gamma, beta, eps 1e-5) with numpy (one thread)
 # and PyTorch eager (torch.set_num_threads(n)), on the C++ bench's inputs, sampled by its rule
 # (peers.py: measure), printed as "@row" lines. Each peer is checked against an f64 reference.
-import argparse
 import sys
 
-from peers import measure, row
+from peers import measure, parse_args, row
 
 
 def weyl(n, salt, np):
@@ -15,11 +14,7 @@ def weyl(n, salt, np):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--budget", type=float, default=1.0)
-    ap.add_argument("--threads", default="1,2")
-    a = ap.parse_args()
-    threads = [int(t) for t in a.threads.split(",")]
+    a, threads = parse_args()
     try:
         import numpy as np
     except ImportError as e:
