@@ -31,7 +31,9 @@ install_missing() {
 configure() { # configure DIR [meson options...]
   local dir=$1; shift
   if [ ! -f "$dir/build.ninja" ]; then
-    meson setup "$dir" --native-file native/clang19.ini "$@"
+    local native=(--native-file native/clang19.ini)
+    command -v ccache >/dev/null && native+=(--native-file native/ccache.ini)
+    meson setup "$dir" "${native[@]}" "$@"
   fi
 }
 
