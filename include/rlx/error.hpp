@@ -22,6 +22,8 @@ enum class ErrorKind : uint8_t {
   Io,          ///< a file could not be read or written
   Runtime,     ///< missing inputs, bad buffers at run time
   Trace,       ///< a traced value used where a concrete one is needed (inside rlx::jit)
+  Limit,       ///< a size or the memory limit would be exceeded
+  Interrupted, ///< the host asked running work to stop (rlx::request_interrupt, Ctrl-C)
 };
 
 std::string_view error_kind_name(ErrorKind kind);

@@ -27,6 +27,10 @@ std::string_view error_kind_name(ErrorKind kind) {
     return "runtime";
   case ErrorKind::Trace:
     return "trace";
+  case ErrorKind::Limit:
+    return "limit";
+  case ErrorKind::Interrupted:
+    return "interrupted";
   }
   return "unknown";
 }
