@@ -4,8 +4,6 @@
 #include "support/check_error.hpp"
 #include "support/random.hpp"
 
-#include "ops/decompose.hpp"
-
 #include <rlx/autodiff.hpp>
 #include <rlx/backward_ops.hpp>
 #include <rlx/rlx.hpp>
@@ -380,7 +378,7 @@ TEST_CASE("every differentiable op kind has a VJP and a JVP rule, and the others
     CHECK(autodiff::jvp_rule_kind(k) != autodiff::RuleKind::None);
     if (autodiff::vjp_rule_kind(k) == autodiff::RuleKind::Decompose ||
         autodiff::jvp_rule_kind(k) == autodiff::RuleKind::Decompose)
-      CHECK(ops::has_decomposition(k));
+      CHECK(has_trait(k, kComposite));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <rlx/rlx.hpp>
 
 #include <cmath>
+#include <set>
 
 using namespace rlx;
 using namespace rlx::ir;
@@ -88,6 +89,16 @@ std::vector<Case> cases() {
       {"rope f32",
        Op(OpKind::Rope, RopeAttrs{4, 0, RopeStyle::NeoX}),
        {f32({3, 4}), f32({3, 2}), f32({3, 2})}},
+      {"conv_transpose2d, grouped, strided, dilated",
+       Op(OpKind::ConvTranspose2d, ConvTranspose2dAttrs{{2, 2}, {2, 1}, {1, 0}, {1, 2}, {1, 0}, 2}),
+       {f64({2, 4, 3, 3}), f64({4, 3, 2, 2})}},
+      {"conv_transpose3d",
+       Op(OpKind::ConvTranspose3d,
+          ConvTranspose3dAttrs{{1, 2, 1}, {0, 1, 0}, {1, 1, 1}, {0, 1, 0}, 1}),
+       {f64({1, 2, 2, 3, 2}), f64({2, 2, 2, 1, 2})}},
+      {"conv_transpose1d",
+       Op(OpKind::ConvTranspose1d, ConvTranspose1dAttrs{3, 2, 1, 1, 1, 1}),
+       {f64({2, 2, 5}), f64({2, 3, 3})}},
   };
 }
 
@@ -126,13 +137,18 @@ TEST_CASE("decompose: every composite op matches its direct kernel") {
   }
 }
 
-TEST_CASE("decompose: every norm, fused and transposed-convolution op has a rule") {
+TEST_CASE("decompose: the cases cover every kind ops.def marks composite, and only those") {
+  std::set<OpKind> covered;
+  for (const Case& c : cases()) {
+    INFO(c.what);
+    CHECK(has_trait(c.op.kind(), kComposite));
+    covered.insert(c.op.kind());
+  }
   for (std::size_t k = 0; k < kNumOps; ++k) {
     OpKind kind = static_cast<OpKind>(k);
     INFO(op_name(kind));
-    if (op_family(kind) == Family::Norm || op_family(kind) == Family::Composite ||
-        op_name(kind).rfind("fused_", 0) == 0 || op_name(kind).rfind("conv_transpose", 0) == 0)
-      CHECK(passes::has_decomposition(kind));
+    CHECK(passes::has_decomposition(kind) == has_trait(kind, kComposite));
+    if (has_trait(kind, kComposite)) CHECK(covered.count(kind) == 1);
   }
   CHECK_FALSE(passes::has_decomposition(OpKind::MatMul));
   CHECK_FALSE(passes::has_decomposition(OpKind::Add));

@@ -702,11 +702,7 @@ TEST_CASE("interp: pooling on integers is exact; avg truncates toward zero") {
 
 // ---------------------------------------------------------------------------------- edges
 
-TEST_CASE("interp: the conv and pool kernels exist and handle an empty batch") {
-  for (OpKind k :
-       {OpKind::Conv2d, OpKind::Im2Col, OpKind::ConvTranspose2d, OpKind::Conv3d,
-        OpKind::ConvTranspose3d, OpKind::ConvTranspose1d, OpKind::MaxPool2d, OpKind::AvgPool2d})
-    CHECK(interp::has_kernel(k));
+TEST_CASE("interp: the conv kernels handle an empty batch") {
   Buffer y = run_op(Op(OpKind::Conv2d, Conv2dAttrs{{2, 2}}),
                     {f64({0, 1, 3, 3}, {}), f64({2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})});
   CHECK(dims_of(y) == std::vector<int64_t>{0, 2, 2, 2});

@@ -841,14 +841,3 @@ TEST_CASE("interp: run evaluates a graph of transpose, reduce_sum, softmax and g
   CHECK(sm[2] == doctest::Approx(std::exp(2.0) / z).epsilon(1e-6));
   CHECK(outs[2].to_f64() == std::vector<double>{2, 0});
 }
-
-TEST_CASE("interp: every reduce, scan, movement and index op has a kernel") {
-  for (OpKind k :
-       {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin,
-        OpKind::ReduceProd, OpKind::ArgMax, OpKind::ArgMin, OpKind::Cumsum, OpKind::Softmax,
-        OpKind::Reshape, OpKind::Transpose, OpKind::Narrow, OpKind::Slice, OpKind::Concat,
-        OpKind::Expand, OpKind::Reverse, OpKind::Pad, OpKind::Gather}) {
-    INFO(op_name(k));
-    CHECK(rlx::interp::has_kernel(k));
-  }
-}

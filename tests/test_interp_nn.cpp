@@ -951,14 +951,3 @@ TEST_CASE("interp: axial_rope2d reports a sequence that is not a multiple of the
       },
       ErrorKind::Shape, "multiple of 4");
 }
-
-TEST_CASE("interp: the contract, norm and attention families claim their op kinds") {
-  for (OpKind k :
-       {OpKind::MatMul, OpKind::FusedMatMulBiasAct, OpKind::FusedSwiGLU, OpKind::LayerNorm,
-        OpKind::LayerNorm2d, OpKind::GroupNorm, OpKind::BatchNormInference, OpKind::RmsNorm,
-        OpKind::FusedResidualLN, OpKind::FusedResidualRmsNorm, OpKind::Attention, OpKind::Rope,
-        OpKind::AxialRope2d}) {
-    INFO(op_name(k));
-    CHECK(interp::has_kernel(k));
-  }
-}

@@ -74,10 +74,24 @@ TEST_CASE("table: comparison and logical ops are marked bool-valued and non-diff
   CHECK_FALSE(has_trait(OpKind::Sub, kCommutative));
 }
 
-TEST_CASE("table: the interpreter has a kernel for every op kind") {
+TEST_CASE("table: the trait columns are consistent with each other and the families") {
   for (std::size_t k = 0; k < kNumOps; ++k) {
     OpKind kind = static_cast<OpKind>(k);
     INFO(op_name(kind));
-    CHECK(interp::has_kernel(kind));
+    if (has_trait(kind, kFed)) CHECK(has_trait(kind, kLeaf));
+    if (has_trait(kind, kZeroGrad)) {
+      CHECK_FALSE(has_trait(kind, kNonDifferentiable));
+      CHECK(op_family(kind) == Family::EwUnary);
+    }
+    if (has_trait(kind, kComposite)) CHECK_FALSE(has_trait(kind, kLeaf));
+    if (has_trait(kind, kLinear)) CHECK_FALSE(has_trait(kind, kNonDifferentiable));
   }
+  CHECK(has_trait(OpKind::Input, kFed));
+  CHECK(has_trait(OpKind::Param, kFed));
+  CHECK_FALSE(has_trait(OpKind::Constant, kFed));
+  CHECK(has_trait(OpKind::Softmax, kComposite));
+  CHECK_FALSE(has_trait(OpKind::MatMul, kComposite));
+  CHECK(has_trait(OpKind::Floor, kZeroGrad));
+  CHECK(has_trait(OpKind::ReduceSum, kLinear));
+  CHECK_FALSE(has_trait(OpKind::ReduceMax, kLinear));
 }

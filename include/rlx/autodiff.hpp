@@ -63,12 +63,11 @@ ir::Graph vmap(const ir::Graph& forward, std::initializer_list<std::string> batc
 
 /// The rule tables, for tests and documentation.
 enum class RuleKind : uint8_t {
-  None,       ///< no rule: the op kind is not differentiable (or not covered: a bug)
-  Rule,       ///< a closed-form rule written with the graph builders
-  Decompose,  ///< differentiated through its decomposition into primitives
-  Linear,     ///< (JVP) the op is linear in its differentiable operands: applied to the tangents
-  ZeroGrad,   ///< piecewise constant (round, floor, sign, ...): the derivative is zero
-  NoGradient, ///< stop_gradient: nothing flows by definition
+  None,      ///< no rule: the op kind is not differentiable (or not covered: a bug)
+  Rule,      ///< a closed-form rule written with the graph builders
+  Decompose, ///< differentiated through its decomposition into primitives
+  Linear,    ///< (JVP) the op is linear in its differentiable operands: applied to the tangents
+  ZeroGrad,  ///< kZeroGrad: piecewise constant (round, floor, sign, ...) or stop_gradient
 };
 RuleKind vjp_rule_kind(ir::OpKind k);
 RuleKind jvp_rule_kind(ir::OpKind k);

@@ -87,7 +87,4 @@ Buffer eval_node_of_graph(const ir::Node& node, std::span<const Buffer* const> o
 /// Evaluate one node on operand buffers (what constant folding calls).
 Buffer eval_node(const ir::Node& node, std::span<const Buffer* const> operands);
 
-/// Whether the interpreter has a kernel for the op kind.
-bool has_kernel(ir::OpKind kind);
-
 } // namespace rlx::interp

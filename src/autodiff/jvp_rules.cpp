@@ -1,6 +1,7 @@
 // src/autodiff/jvp_rules.cpp -- the JVP table: one entry per differentiable op kind. Linear
 // kinds apply themselves to the tangents (the engine does that); the others have a rule that
 // appends the tangent of the node's value from its operands' tangents.
+#include "gv.hpp"
 #include "rules.hpp"
 
 #include <array>
@@ -73,10 +74,10 @@ Grad jvp_reduce_prod(Builder& b, const Node& n, Tans t) { // y * sum(t / x)
   return b.mul(n.id, b.sum(b.div(*t[0], in(n, 0)), a.axes, a.keep_dim));
 }
 
-Grad jvp_softmax(Builder& b, const Node& n, Tans t) { // y (t - sum(t y))
-  int64_t axis = n.op.attrs<ir::AxisAttrs>().axis;
-  NodeId y = n.id;
-  return b.mul(y, b.sub(*t[0], b.sum(b.mul(*t[0], y), {axis}, true)));
+Grad jvp_softmax(Builder& b, const Node& n, Tans t) {
+  FormulaScope f(b, n.shape.dtype());
+  GV y = n.id, dx = *t[0];
+  return (y * (dx - sum(dx * y, {n.op.attrs<ir::AxisAttrs>().axis}))).node();
 }
 
 Grad jvp_pad(Builder& b, const Node& n, Tans t) { // the fill value is a constant
@@ -117,107 +118,40 @@ Grad jvp_max_pool(Builder& b, const Node& n, Tans t) { // the tangent at the win
 }
 
 constexpr RuleKind kRule = RuleKind::Rule;
-constexpr RuleKind kLinear = RuleKind::Linear;
-constexpr RuleKind kDecompose = RuleKind::Decompose;
 
-constexpr JvpEntry kJvp[] = {
-    {OpKind::Relu, kRule, jvp_unary},
-    {OpKind::Gelu, kRule, jvp_unary},
-    {OpKind::GeluApprox, kRule, jvp_unary},
-    {OpKind::Silu, kRule, jvp_unary},
-    {OpKind::Sigmoid, kRule, jvp_unary},
-    {OpKind::Tanh, kRule, jvp_unary},
-    {OpKind::Exp, kRule, jvp_unary},
-    {OpKind::Log, kRule, jvp_unary},
-    {OpKind::Sqrt, kRule, jvp_unary},
-    {OpKind::Rsqrt, kRule, jvp_unary},
-    {OpKind::Neg, kLinear, nullptr},
-    {OpKind::Abs, kRule, jvp_unary},
-    {OpKind::Sin, kRule, jvp_unary},
-    {OpKind::Cos, kRule, jvp_unary},
-    {OpKind::Tan, kRule, jvp_unary},
-    {OpKind::Atan, kRule, jvp_unary},
-    {OpKind::Round, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Floor, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Ceil, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Sign, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Recip, kRule, jvp_unary},
-    {OpKind::Erf, kRule, jvp_unary},
-    {OpKind::Softplus, kRule, jvp_unary},
-    {OpKind::LeakyRelu, kRule, jvp_unary},
-    {OpKind::Elu, kRule, jvp_unary},
-    {OpKind::HardSwish, kRule, jvp_unary},
-    {OpKind::HardSigmoid, kRule, jvp_unary},
-    {OpKind::Mish, kRule, jvp_unary},
-    {OpKind::Softsign, kRule, jvp_unary},
-    {OpKind::LogSigmoid, kRule, jvp_unary},
-    {OpKind::StopGradient, RuleKind::NoGradient, nullptr},
+/// The hand rows: the structural ops that are not kLinear. Element-wise ops with a derivative
+/// formula, kLinear, kZeroGrad and kComposite kinds get their rows from ops.def (rules.hpp:
+/// derived_rule_kind); leaves and kNonDifferentiable kinds have none.
+constexpr JvpEntry kHand[] = {
     {OpKind::Cast, kRule, jvp_cast},
-    {OpKind::Clamp, kRule, jvp_unary},
-    {OpKind::Add, kRule, jvp_binary},
-    {OpKind::Sub, kRule, jvp_binary},
-    {OpKind::Mul, kRule, jvp_binary},
-    {OpKind::Div, kRule, jvp_binary},
-    {OpKind::Pow, kRule, jvp_binary},
-    {OpKind::Max, kRule, jvp_binary},
-    {OpKind::Min, kRule, jvp_binary},
-    {OpKind::Mod, kRule, jvp_binary},
     {OpKind::Where, kRule, jvp_where},
-    {OpKind::ReduceSum, kLinear, nullptr},
-    {OpKind::ReduceMean, kLinear, nullptr},
     {OpKind::ReduceMax, kRule, jvp_reduce_extremum},
     {OpKind::ReduceMin, kRule, jvp_reduce_extremum},
     {OpKind::ReduceProd, kRule, jvp_reduce_prod},
-    {OpKind::Cumsum, kLinear, nullptr},
     {OpKind::Softmax, kRule, jvp_softmax},
-    {OpKind::Reshape, kLinear, nullptr},
-    {OpKind::Transpose, kLinear, nullptr},
-    {OpKind::Narrow, kLinear, nullptr},
-    {OpKind::Slice, kLinear, nullptr},
-    {OpKind::Concat, kLinear, nullptr},
-    {OpKind::Expand, kLinear, nullptr},
-    {OpKind::Reverse, kLinear, nullptr},
     {OpKind::Pad, kRule, jvp_pad},
     {OpKind::Gather, kRule, jvp_gather},
     {OpKind::MatMul, kRule, jvp_bilinear},
-    {OpKind::FusedMatMulBiasAct, kDecompose, nullptr},
-    {OpKind::FusedSwiGLU, kDecompose, nullptr},
-    {OpKind::LayerNorm, kDecompose, nullptr},
-    {OpKind::LayerNorm2d, kDecompose, nullptr},
-    {OpKind::GroupNorm, kDecompose, nullptr},
-    {OpKind::BatchNormInference, kDecompose, nullptr},
-    {OpKind::RmsNorm, kDecompose, nullptr},
-    {OpKind::FusedResidualLN, kDecompose, nullptr},
-    {OpKind::FusedResidualRmsNorm, kDecompose, nullptr},
-    {OpKind::Attention, kDecompose, nullptr},
-    {OpKind::Rope, kDecompose, nullptr},
-    {OpKind::AxialRope2d, kLinear, nullptr},
     {OpKind::Conv2d, kRule, jvp_bilinear},
-    {OpKind::Im2Col, kLinear, nullptr},
     {OpKind::ConvTranspose2d, kRule, jvp_bilinear},
     {OpKind::Conv3d, kRule, jvp_bilinear},
     {OpKind::ConvTranspose3d, kRule, jvp_bilinear},
     {OpKind::ConvTranspose1d, kRule, jvp_bilinear},
     {OpKind::MaxPool2d, kRule, jvp_max_pool},
-    {OpKind::AvgPool2d, kLinear, nullptr},
-    {OpKind::Fft, kLinear, nullptr},
     {OpKind::Lfilter, kRule, jvp_lfilter},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
 };
 
-const std::array<const JvpEntry*, ir::kNumOps> kJvpIndex = [] {
-  std::array<const JvpEntry*, ir::kNumOps> idx{};
-  for (const JvpEntry& e : kJvp) idx[std::size_t(e.kind)] = &e;
-  return idx;
-}();
+constexpr std::array<JvpEntry, ir::kNumOps> kJvp =
+    rule_table(derived_rule_kinds<true>(), JvpFn(jvp_unary), JvpFn(jvp_binary), kHand);
 
 } // namespace
 
-const JvpEntry* jvp_entry(OpKind k) { return kJvpIndex[std::size_t(k)]; }
-
-RuleKind jvp_rule_kind(OpKind k) {
-  const JvpEntry* e = jvp_entry(k);
-  return e ? e->how : RuleKind::None;
+const JvpEntry* jvp_entry(OpKind k) {
+  const JvpEntry& e = kJvp[std::size_t(k)];
+  return e.how == RuleKind::None ? nullptr : &e;
 }
+
+RuleKind jvp_rule_kind(OpKind k) { return kJvp[std::size_t(k)].how; }
 
 } // namespace rlx::autodiff

@@ -1,11 +1,13 @@
 // src/autodiff/rules.hpp -- the rule tables' types: one VJP entry and one JVP entry per
-// differentiable op kind (vjp_rules.cpp, jvp_rules.cpp), and the element-wise derivatives both
-// tables share (elementwise.cpp).
+// differentiable op kind (vjp_rules.cpp, jvp_rules.cpp), what the tables derive from ops.def's
+// traits, and the element-wise derivatives both tables share (elementwise.cpp).
 #pragma once
 
 #include "builder.hpp"
+#include "ops/scalar.hpp"
 #include "rlx/autodiff.hpp"
 
+#include <array>
 #include <functional>
 #include <span>
 #include <utility>
@@ -24,13 +26,65 @@ using JvpFn = Grad (*)(Builder& b, const Node& n, std::span<const Grad> t);
 struct VjpEntry {
   OpKind kind;
   RuleKind how;
-  VjpFn fn; ///< null for Decompose, ZeroGrad and NoGradient
+  VjpFn fn; ///< null unless how is Rule
 };
 struct JvpEntry {
   OpKind kind;
   RuleKind how;
-  JvpFn fn; ///< null for Decompose, Linear, ZeroGrad and NoGradient
+  JvpFn fn; ///< null unless how is Rule
 };
+
+/// Whether element-wise kind K is differentiated through its derivative formula in
+/// src/ops/scalar.hpp (both modes).
+template <OpKind K>
+inline constexpr bool kHasFormula =
+    ops::HasScalarRule<K> && !ir::has_trait(K, ir::kLeaf) &&
+    !ir::has_trait(K, ir::kNonDifferentiable) && !ir::has_trait(K, ir::kZeroGrad);
+
+/// The rule kind ops.def's traits give a kind, in reverse (forward = false) or forward mode:
+/// None for leaves and kNonDifferentiable kinds, ZeroGrad for kZeroGrad, Linear in forward mode
+/// for kLinear, Rule for a derivative formula, Decompose for kComposite; else None, and the
+/// table's hand row (structural ops) must say. A hand row may replace None or Decompose only.
+template <OpKind K> constexpr RuleKind derived_rule_kind(bool forward) {
+  if (ir::has_trait(K, ir::kLeaf) || ir::has_trait(K, ir::kNonDifferentiable))
+    return RuleKind::None;
+  if (ir::has_trait(K, ir::kZeroGrad)) return RuleKind::ZeroGrad;
+  if (forward && ir::has_trait(K, ir::kLinear)) return RuleKind::Linear;
+  if (kHasFormula<K>) return RuleKind::Rule;
+  if (ir::has_trait(K, ir::kComposite)) return RuleKind::Decompose;
+  return RuleKind::None;
+}
+
+/// The table of one mode: each kind's derived row (`formula` for Rule rows), then the hand rows,
+/// which may only fill a None or replace a Decompose (a compile error otherwise).
+template <class Entry, class Fn, std::size_t N>
+constexpr std::array<Entry, ir::kNumOps>
+rule_table(const std::array<RuleKind, ir::kNumOps>& derived, Fn unary_formula, Fn binary_formula,
+           const Entry (&hand)[N]) {
+  std::array<Entry, ir::kNumOps> t{};
+  for (std::size_t i = 0; i < ir::kNumOps; ++i) {
+    OpKind k = OpKind(i);
+    Fn fn = nullptr;
+    if (derived[i] == RuleKind::Rule)
+      fn = ir::op_family(k) == ir::Family::EwBinary ? binary_formula : unary_formula;
+    t[i] = {k, derived[i], fn};
+  }
+  for (const Entry& e : hand) {
+    RuleKind was = t[std::size_t(e.kind)].how;
+    if (was != RuleKind::None && was != RuleKind::Decompose)
+      throw "a hand row for a kind whose rule ops.def's traits already give";
+    t[std::size_t(e.kind)] = e;
+  }
+  return t;
+}
+
+/// derived_rule_kind of every kind, by kind.
+template <bool Forward> constexpr std::array<RuleKind, ir::kNumOps> derived_rule_kinds() {
+  return {
+#define OP(E, N, F, A, T, S) derived_rule_kind<OpKind::E>(Forward),
+#include "rlx/ir/ops.def"
+  };
+}
 
 const VjpEntry* vjp_entry(OpKind k);
 const JvpEntry* jvp_entry(OpKind k);

@@ -55,7 +55,7 @@ void check_ids(const ir::Graph& g, std::span<const NodeId> ids, std::string_view
 
 std::string leaf_name(const ir::Graph& g, NodeId id, std::string_view what) {
   const Node& n = g.node(id);
-  if (n.op.kind() != OpKind::Input && n.op.kind() != OpKind::Param)
+  if (!ir::has_trait(n.op.kind(), ir::kFed))
     fail(ErrorKind::Value, what, ": node %", id.index, " is a ", n.op.name(),
          "; tangents are fed to Inputs and Params only");
   return n.op.attrs<ir::LeafAttrs>().name;
@@ -83,7 +83,7 @@ std::vector<Grad> backward(ir::Graph& g, std::size_t n_fwd, std::span<const Node
     if (!e)
       fail(ErrorKind::Unsupported, "autodiff: no VJP rule for op ", n.op.name(), " (node %", i,
            ")");
-    if (e->how == RuleKind::ZeroGrad || e->how == RuleKind::NoGradient) continue;
+    if (e->how == RuleKind::ZeroGrad) continue;
     RLX_CHECK(e->fn != nullptr, "autodiff: ", n.op.name(), " was not decomposed");
     std::vector<char> want(n.inputs.size());
     bool any = false;

@@ -1,6 +1,7 @@
 // src/autodiff/vjp_rules.cpp -- the VJP table: one entry per differentiable op kind. A rule
 // receives the node (operands already in the gradient graph), the cotangent dy of its value and
 // which operands need a cotangent, and appends those cotangents with the graph builders.
+#include "gv.hpp"
 #include "rules.hpp"
 
 #include <algorithm>
@@ -17,7 +18,8 @@ using Want = std::span<const char>;
 
 NodeId in(const Node& n, std::size_t i) { return n.inputs[i]; }
 
-/// dy times the element-wise derivative, summed back to the operand's shape.
+/// dy times the element-wise derivative (its formula in src/ops/scalar.hpp), summed back to the
+/// operand's shape.
 Grads vjp_unary(Builder& b, const Node& n, NodeId dy, Want) {
   NodeId x = in(n, 0);
   return {b.unbroadcast(b.mul(dy, unary_derivative(b, n)), b.shape(x))};
@@ -93,10 +95,10 @@ Grads vjp_cumsum(Builder& b, const Node& n, NodeId dy, Want) { // reversed cumsu
   return {rev(b.op(ir::Op(OpKind::Cumsum, a), {rev(dy)}))};
 }
 
-Grads vjp_softmax(Builder& b, const Node& n, NodeId dy, Want) { // y (dy - sum(dy y))
-  int64_t axis = n.op.attrs<ir::AxisAttrs>().axis;
-  NodeId y = n.id;
-  return {b.mul(y, b.sub(dy, b.sum(b.mul(dy, y), {axis}, true)))};
+Grads vjp_softmax(Builder& b, const Node& n, NodeId dy, Want) {
+  FormulaScope f(b, n.shape.dtype());
+  GV y = n.id, g = dy;
+  return {(y * (g - sum(g * y, {n.op.attrs<ir::AxisAttrs>().axis}))).node()};
 }
 
 Grads vjp_reshape(Builder& b, const Node& n, NodeId dy, Want) {
@@ -459,52 +461,12 @@ Grads vjp_lfilter(Builder& b, const Node& n, NodeId dy, Want want) {
 }
 
 constexpr RuleKind kRule = RuleKind::Rule;
-constexpr RuleKind kDecompose = RuleKind::Decompose;
 
-/// The table. Element-wise unary kinds share vjp_unary (their derivatives are in
-/// elementwise.cpp), binary kinds vjp_binary. Leaves and kNonDifferentiable kinds have no entry.
-constexpr VjpEntry kVjp[] = {
-    {OpKind::Relu, kRule, vjp_unary},
-    {OpKind::Gelu, kRule, vjp_unary},
-    {OpKind::GeluApprox, kRule, vjp_unary},
-    {OpKind::Silu, kRule, vjp_unary},
-    {OpKind::Sigmoid, kRule, vjp_unary},
-    {OpKind::Tanh, kRule, vjp_unary},
-    {OpKind::Exp, kRule, vjp_unary},
-    {OpKind::Log, kRule, vjp_unary},
-    {OpKind::Sqrt, kRule, vjp_unary},
-    {OpKind::Rsqrt, kRule, vjp_unary},
-    {OpKind::Neg, kRule, vjp_unary},
-    {OpKind::Abs, kRule, vjp_unary},
-    {OpKind::Sin, kRule, vjp_unary},
-    {OpKind::Cos, kRule, vjp_unary},
-    {OpKind::Tan, kRule, vjp_unary},
-    {OpKind::Atan, kRule, vjp_unary},
-    {OpKind::Round, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Floor, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Ceil, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Sign, RuleKind::ZeroGrad, nullptr},
-    {OpKind::Recip, kRule, vjp_unary},
-    {OpKind::Erf, kRule, vjp_unary},
-    {OpKind::Softplus, kRule, vjp_unary},
-    {OpKind::LeakyRelu, kRule, vjp_unary},
-    {OpKind::Elu, kRule, vjp_unary},
-    {OpKind::HardSwish, kRule, vjp_unary},
-    {OpKind::HardSigmoid, kRule, vjp_unary},
-    {OpKind::Mish, kRule, vjp_unary},
-    {OpKind::Softsign, kRule, vjp_unary},
-    {OpKind::LogSigmoid, kRule, vjp_unary},
-    {OpKind::StopGradient, RuleKind::NoGradient, nullptr},
+/// The hand rows: the structural ops, whose rules are not one formula per element. Element-wise
+/// ops with a derivative formula, kZeroGrad and kComposite kinds get their rows from ops.def
+/// (rules.hpp: derived_rule_kind); leaves and kNonDifferentiable kinds have none.
+constexpr VjpEntry kHand[] = {
     {OpKind::Cast, kRule, vjp_cast},
-    {OpKind::Clamp, kRule, vjp_unary},
-    {OpKind::Add, kRule, vjp_binary},
-    {OpKind::Sub, kRule, vjp_binary},
-    {OpKind::Mul, kRule, vjp_binary},
-    {OpKind::Div, kRule, vjp_binary},
-    {OpKind::Pow, kRule, vjp_binary},
-    {OpKind::Max, kRule, vjp_binary},
-    {OpKind::Min, kRule, vjp_binary},
-    {OpKind::Mod, kRule, vjp_binary},
     {OpKind::Where, kRule, vjp_where},
     {OpKind::ReduceSum, kRule, vjp_reduce_sum},
     {OpKind::ReduceMean, kRule, vjp_reduce_mean},
@@ -523,24 +485,10 @@ constexpr VjpEntry kVjp[] = {
     {OpKind::Pad, kRule, vjp_pad},
     {OpKind::Gather, kRule, vjp_gather},
     {OpKind::MatMul, kRule, vjp_matmul},
-    {OpKind::FusedMatMulBiasAct, kDecompose, nullptr},
-    {OpKind::FusedSwiGLU, kDecompose, nullptr},
-    {OpKind::LayerNorm, kDecompose, nullptr},
-    {OpKind::LayerNorm2d, kDecompose, nullptr},
-    {OpKind::GroupNorm, kDecompose, nullptr},
-    {OpKind::BatchNormInference, kDecompose, nullptr},
-    {OpKind::RmsNorm, kDecompose, nullptr},
-    {OpKind::FusedResidualLN, kDecompose, nullptr},
-    {OpKind::FusedResidualRmsNorm, kDecompose, nullptr},
-    {OpKind::Attention, kDecompose, nullptr},
-    {OpKind::Rope, kDecompose, nullptr},
     {OpKind::AxialRope2d, kRule, vjp_axial_rope},
     {OpKind::Conv2d, kRule, vjp_conv},
     {OpKind::Im2Col, kRule, vjp_im2col},
-    {OpKind::ConvTranspose2d, kDecompose, nullptr},
     {OpKind::Conv3d, kRule, vjp_conv},
-    {OpKind::ConvTranspose3d, kDecompose, nullptr},
-    {OpKind::ConvTranspose1d, kDecompose, nullptr},
     {OpKind::MaxPool2d, kRule, vjp_max_pool},
     {OpKind::AvgPool2d, kRule, vjp_avg_pool},
     {OpKind::Fft, kRule, vjp_fft},
@@ -548,20 +496,17 @@ constexpr VjpEntry kVjp[] = {
     {OpKind::CustomFn, kRule, vjp_custom_fn},
 };
 
-const std::array<const VjpEntry*, ir::kNumOps> kVjpIndex = [] {
-  std::array<const VjpEntry*, ir::kNumOps> idx{};
-  for (const VjpEntry& e : kVjp) idx[std::size_t(e.kind)] = &e;
-  return idx;
-}();
+constexpr std::array<VjpEntry, ir::kNumOps> kVjp =
+    rule_table(derived_rule_kinds<false>(), VjpFn(vjp_unary), VjpFn(vjp_binary), kHand);
 
 } // namespace
 
-const VjpEntry* vjp_entry(OpKind k) { return kVjpIndex[std::size_t(k)]; }
-
-RuleKind vjp_rule_kind(OpKind k) {
-  const VjpEntry* e = vjp_entry(k);
-  return e ? e->how : RuleKind::None;
+const VjpEntry* vjp_entry(OpKind k) {
+  const VjpEntry& e = kVjp[std::size_t(k)];
+  return e.how == RuleKind::None ? nullptr : &e;
 }
+
+RuleKind vjp_rule_kind(OpKind k) { return kVjp[std::size_t(k)].how; }
 
 bool is_non_differentiable(OpKind k) {
   return ir::has_trait(k, ir::kLeaf) || ir::has_trait(k, ir::kNonDifferentiable);

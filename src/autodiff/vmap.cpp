@@ -32,16 +32,25 @@ struct BatchEntry {
 };
 
 constexpr BatchEntry kBatch[] = {
-    {OpKind::Where, Batch::Elementwise}, {OpKind::ReduceSum, Batch::Axes},
-    {OpKind::ReduceMean, Batch::Axes},   {OpKind::ReduceMax, Batch::Axes},
-    {OpKind::ReduceMin, Batch::Axes},    {OpKind::ReduceProd, Batch::Axes},
-    {OpKind::ArgMax, Batch::Axis},       {OpKind::ArgMin, Batch::Axis},
-    {OpKind::Cumsum, Batch::Axis},       {OpKind::Softmax, Batch::Axis},
-    {OpKind::Reshape, Batch::Reshape},   {OpKind::Transpose, Batch::Transpose},
-    {OpKind::Narrow, Batch::Axis},       {OpKind::Slice, Batch::Axis},
-    {OpKind::Concat, Batch::Axis},       {OpKind::Expand, Batch::Expand},
-    {OpKind::Reverse, Batch::Axes},      {OpKind::Pad, Batch::Pad},
-    {OpKind::Gather, Batch::Axis},       {OpKind::MatMul, Batch::MatMul},
+    {OpKind::ReduceSum, Batch::Axes},
+    {OpKind::ReduceMean, Batch::Axes},
+    {OpKind::ReduceMax, Batch::Axes},
+    {OpKind::ReduceMin, Batch::Axes},
+    {OpKind::ReduceProd, Batch::Axes},
+    {OpKind::ArgMax, Batch::Axis},
+    {OpKind::ArgMin, Batch::Axis},
+    {OpKind::Cumsum, Batch::Axis},
+    {OpKind::Softmax, Batch::Axis},
+    {OpKind::Reshape, Batch::Reshape},
+    {OpKind::Transpose, Batch::Transpose},
+    {OpKind::Narrow, Batch::Axis},
+    {OpKind::Slice, Batch::Axis},
+    {OpKind::Concat, Batch::Axis},
+    {OpKind::Expand, Batch::Expand},
+    {OpKind::Reverse, Batch::Axes},
+    {OpKind::Pad, Batch::Pad},
+    {OpKind::Gather, Batch::Axis},
+    {OpKind::MatMul, Batch::MatMul},
 };
 
 const std::array<Batch, ir::kNumOps> kBatchIndex = [] {

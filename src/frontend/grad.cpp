@@ -62,7 +62,7 @@ std::vector<Tensor> apply_graph(const ir::Graph& g, const Leaves& leaves, const 
   }
   std::vector<std::shared_ptr<TensorImpl>> map(g.len());
   for (const ir::Node& n : g.nodes()) {
-    if (n.op.kind() == ir::OpKind::Input || n.op.kind() == ir::OpKind::Param) {
+    if (ir::has_trait(n.op.kind(), ir::kFed)) {
       auto it = leaves.find(n.op.attrs<ir::LeafAttrs>().name);
       RLX_CHECK(it != leaves.end(), "transform: no tensor for leaf ",
                 n.op.attrs<ir::LeafAttrs>().name);

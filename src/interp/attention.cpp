@@ -202,22 +202,8 @@ Buffer axial_rope(const ir::Node& n, Operands in) {
 
 } // namespace
 
-bool attention_has(OpKind k) {
-  return k == OpKind::Attention || k == OpKind::Rope || k == OpKind::AxialRope2d;
-}
-
-Buffer eval_attention(const ir::Node& n, Operands in) {
-  switch (n.op.kind()) {
-  case OpKind::Attention:
-    return attention(n, in);
-  case OpKind::Rope:
-    return rope(n, in);
-  case OpKind::AxialRope2d:
-    return axial_rope(n, in);
-  default:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: no attention kernel for op ", n.op.name());
-}
+RLX_KERNEL(Attention) { return attention(n, in); }
+RLX_KERNEL(Rope) { return rope(n, in); }
+RLX_KERNEL(AxialRope2d) { return axial_rope(n, in); }
 
 } // namespace rlx::interp::detail

@@ -19,8 +19,6 @@ using ir::OpKind;
 
 namespace {
 
-bool int_domain(DType t) { return ir::is_int(t) || ir::is_bool(t); }
-
 /// The NumPy broadcast of two static shapes, or nullopt when they do not broadcast.
 std::optional<std::vector<int64_t>> broadcast_sizes(const std::vector<int64_t>& a,
                                                     const std::vector<int64_t>& b) {
@@ -102,20 +100,10 @@ std::vector<std::complex<double>> as_c128(const Buffer& x) {
   return v;
 }
 
-/// The integer activations (the kIntegerOk ones), with wrap-around like element-wise neg/abs.
+/// An activation on an integer value (the kIntegerOk ones, with wrap-around like element-wise
+/// neg/abs); the others are a type error.
 int64_t int_activation(const ir::Node& n, ir::Activation act, int64_t x) {
-  switch (ir::to_op_kind(act)) {
-  case OpKind::Relu:
-    return x > 0 ? x : 0;
-  case OpKind::Neg:
-    return int64_t(0 - uint64_t(x));
-  case OpKind::Abs:
-    return x < 0 ? int64_t(0 - uint64_t(x)) : x;
-  case OpKind::Sign:
-    return (x > 0) - (x < 0);
-  default:
-    break;
-  }
+  if (std::optional<int64_t> v = integer_activation(ir::to_op_kind(act), x)) return *v;
   fail(ErrorKind::Type, n.op.name(), ": activation ", enum_name(act),
        " needs a floating-point dtype, got ", ir::short_str(n.shape));
 }
@@ -192,26 +180,25 @@ Buffer swiglu(const ir::Node& n, const Buffer& h) {
   return out;
 }
 
-} // namespace
-
-bool contract_has(OpKind k) {
-  return k == OpKind::MatMul || k == OpKind::FusedMatMulBiasAct || k == OpKind::FusedSwiGLU;
-}
-
-Buffer eval_contract(const ir::Node& n, Operands in) {
+void check_arity(const ir::Node& n, Operands in) {
   if (std::ssize(in) != ir::op_info(n.op.kind()).arity)
     fail(ErrorKind::Runtime, n.op.name(), ": takes ", ir::op_info(n.op.kind()).arity,
          " operands, got ", in.size());
-  switch (n.op.kind()) {
-  case OpKind::MatMul:
-  case OpKind::FusedMatMulBiasAct:
-    return matmul_bias_act(n, in);
-  case OpKind::FusedSwiGLU:
-    return swiglu(n, *in[0]);
-  default:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: no contract kernel for op ", n.op.name());
+}
+
+} // namespace
+
+RLX_KERNEL(MatMul) {
+  check_arity(n, in);
+  return matmul_bias_act(n, in);
+}
+RLX_KERNEL(FusedMatMulBiasAct) {
+  check_arity(n, in);
+  return matmul_bias_act(n, in);
+}
+RLX_KERNEL(FusedSwiGLU) {
+  check_arity(n, in);
+  return swiglu(n, *in[0]);
 }
 
 } // namespace rlx::interp::detail

@@ -6,9 +6,7 @@
 
 namespace rlx::interp::detail {
 
-namespace {
-
-Buffer custom_fn(const ir::Node& n, Operands in) {
+RLX_KERNEL(CustomFn) {
   std::vector<ir::Shape> shapes;
   for (const Buffer* b : in) shapes.push_back(b->shape());
   std::map<uint32_t, ir::Dim> subst = ir::detail::custom_fn_unify(n.op, shapes);
@@ -16,18 +14,5 @@ Buffer custom_fn(const ir::Node& n, Operands in) {
   if (!body.has_dynamic_dims()) return run_leaves(body, in).at(0);
   return run_leaves(ir::detail::substitute_body(body, subst), in).at(0);
 }
-
-} // namespace
-
-Buffer eval_control(const ir::Node& n, Operands in) {
-  switch (n.op.kind()) {
-  case ir::OpKind::CustomFn:
-    return custom_fn(n, in);
-  default:
-    fail(ErrorKind::Unsupported, "interp: no control kernel for ", n.op.name());
-  }
-}
-
-bool control_has(ir::OpKind k) { return k == ir::OpKind::CustomFn; }
 
 } // namespace rlx::interp::detail

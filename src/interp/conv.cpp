@@ -119,8 +119,6 @@ template <class T> Buffer store(const ir::Shape& shape, const std::vector<T>& v)
   return out;
 }
 
-bool int_domain(DType t) { return ir::is_int(t) || ir::is_bool(t); }
-
 struct Channels {
   int64_t batch = 0, c_in = 0, c_out = 0, groups = 1;
 };
@@ -298,69 +296,45 @@ template <class T> Buffer pool(const ir::Node& n, const Buffer& x, bool is_max) 
   return out;
 }
 
-} // namespace
-
-bool conv_pool_has(OpKind k) {
-  switch (k) {
-  case OpKind::Conv2d:
-  case OpKind::Im2Col:
-  case OpKind::ConvTranspose2d:
-  case OpKind::Conv3d:
-  case OpKind::ConvTranspose3d:
-  case OpKind::ConvTranspose1d:
-  case OpKind::MaxPool2d:
-  case OpKind::AvgPool2d:
-    return true;
-  default:
-    return false;
-  }
-}
-
-Buffer eval_conv_pool(const ir::Node& n, Operands in) {
-  const OpKind k = n.op.kind();
-  // Guard against operands that do not match the node (e.g. eval_node called directly).
+/// The operand the kernels read, after checking the operands give the node's shape (eval_node
+/// may be called directly with others) and are not complex (im2col only moves values).
+const Buffer& checked_input(const ir::Node& n, Operands in) {
   std::vector<ir::Shape> shapes;
   for (const Buffer* b : in) shapes.push_back(b->shape());
   if (std::optional<ir::Shape> s = ir::infer_shape(n.op, shapes); !s || *s != n.shape)
     fail(ErrorKind::Runtime, n.op.name(), ": operands do not give the node's shape ",
          ir::short_str(n.shape));
   const Buffer& x = *in[0];
-  if (ir::is_complex(x.dtype()) && k != OpKind::Im2Col)
+  if (ir::is_complex(x.dtype()) && n.op.kind() != OpKind::Im2Col)
     fail(ErrorKind::Unsupported, n.op.name(), ": not defined for complex operands (",
          ir::short_str(x.shape()), ")");
-  switch (k) {
-  case OpKind::Conv2d: {
-    const auto& a = n.op.attrs<ir::Conv2dAttrs>();
-    return eval_conv(n, x, *in[1], a.stride, a.padding, a.dilation, a.groups, false);
-  }
-  case OpKind::Conv3d: {
-    const auto& a = n.op.attrs<ir::Conv3dAttrs>();
-    return eval_conv(n, x, *in[1], a.stride, a.padding, a.dilation, a.groups, false);
-  }
-  case OpKind::ConvTranspose2d: {
-    const auto& a = n.op.attrs<ir::ConvTranspose2dAttrs>();
-    return eval_conv(n, x, *in[1], a.stride, a.padding, a.dilation, a.groups, true);
-  }
-  case OpKind::ConvTranspose3d: {
-    const auto& a = n.op.attrs<ir::ConvTranspose3dAttrs>();
-    return eval_conv(n, x, *in[1], a.stride, a.padding, a.dilation, a.groups, true);
-  }
-  case OpKind::ConvTranspose1d: {
-    const auto& a = n.op.attrs<ir::ConvTranspose1dAttrs>();
-    return eval_conv(n, x, *in[1], {&a.stride, 1}, {&a.padding, 1}, {&a.dilation, 1}, a.groups,
-                     true);
-  }
-  case OpKind::Im2Col:
-    return eval_im2col(n, x);
-  case OpKind::MaxPool2d:
-  case OpKind::AvgPool2d: {
-    bool is_max = k == OpKind::MaxPool2d;
-    return int_domain(x.dtype()) ? pool<int64_t>(n, x, is_max) : pool<double>(n, x, is_max);
-  }
-  default:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: no conv/pool kernel for op ", n.op.name());
+  return x;
 }
+
+template <class A> Buffer conv(const ir::Node& n, Operands in, bool transposed) {
+  const Buffer& x = checked_input(n, in);
+  const auto& a = n.op.attrs<A>();
+  return eval_conv(n, x, *in[1], a.stride, a.padding, a.dilation, a.groups, transposed);
+}
+
+Buffer pool_kernel(const ir::Node& n, Operands in, bool is_max) {
+  const Buffer& x = checked_input(n, in);
+  return int_domain(x.dtype()) ? pool<int64_t>(n, x, is_max) : pool<double>(n, x, is_max);
+}
+
+} // namespace
+
+RLX_KERNEL(Conv2d) { return conv<ir::Conv2dAttrs>(n, in, false); }
+RLX_KERNEL(Conv3d) { return conv<ir::Conv3dAttrs>(n, in, false); }
+RLX_KERNEL(ConvTranspose2d) { return conv<ir::ConvTranspose2dAttrs>(n, in, true); }
+RLX_KERNEL(ConvTranspose3d) { return conv<ir::ConvTranspose3dAttrs>(n, in, true); }
+RLX_KERNEL(ConvTranspose1d) {
+  const Buffer& x = checked_input(n, in);
+  const auto& a = n.op.attrs<ir::ConvTranspose1dAttrs>();
+  return eval_conv(n, x, *in[1], {&a.stride, 1}, {&a.padding, 1}, {&a.dilation, 1}, a.groups, true);
+}
+RLX_KERNEL(Im2Col) { return eval_im2col(n, checked_input(n, in)); }
+RLX_KERNEL(MaxPool2d) { return pool_kernel(n, in, true); }
+RLX_KERNEL(AvgPool2d) { return pool_kernel(n, in, false); }
 
 } // namespace rlx::interp::detail

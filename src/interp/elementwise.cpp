@@ -1,12 +1,13 @@
 // src/interp/elementwise.cpp -- element-wise kernels: unary, binary (broadcasting), where, cast.
+// Activation and binary kinds get theirs from their Scalar<K> rule, generated from ops.def.
 // Float math runs in double through ops::Scalar<K> and rounds once to the output dtype; integer
 // math runs in int64 with defined wrap-around, x/0 = 0 and x%0 = 0.
 #include "kernels.hpp"
 
 #include "ops/scalar.hpp"
 
-#include <array>
 #include <limits>
+#include <optional>
 
 namespace rlx::interp::detail {
 
@@ -15,35 +16,23 @@ using ir::OpKind;
 
 namespace {
 
-using UnaryLoop = void (*)(const Buffer&, Buffer&, const ir::Op&);
-using BinaryFn = double (*)(double, double);
-
 template <OpKind K> void unary_loop(const Buffer& in, Buffer& out, const ir::Op& op) {
   const auto& attrs = op.attrs<ir::AttrsOf<K>>();
   for (int64_t i = 0; i < out.numel(); ++i)
     out.set_f64(i, ops::Scalar<K>::apply(in.get_f64(i), attrs));
 }
 
-template <OpKind K> double binary_fn(double a, double b) { return ops::Scalar<K>::apply(a, b); }
+template <OpKind K> double activation(double x) {
+  return ops::Scalar<K>::apply(x, ir::AttrsOf<K>{});
+}
 
-// Every activation and binary op gets its Scalar rule here; a missing rule does not compile.
-constexpr auto kUnary = [] {
-  std::array<UnaryLoop, ir::kNumOps> t{};
+/// Every activation's rule with default attributes, by Activation (a missing rule does not
+/// compile).
+constexpr double (*kActivations[])(double) = {
 #define OP(E, N, F, A, T, S)
-#define UNARY(E, N, T, S) t[std::size_t(OpKind::E)] = &unary_loop<OpKind::E>;
+#define UNARY(E, N, T, S) &activation<OpKind::E>,
 #include "rlx/ir/ops.def"
-  t[std::size_t(OpKind::StopGradient)] = &unary_loop<OpKind::StopGradient>;
-  t[std::size_t(OpKind::Clamp)] = &unary_loop<OpKind::Clamp>;
-  return t;
-}();
-
-constexpr auto kBinary = [] {
-  std::array<BinaryFn, ir::kNumOps> t{};
-#define OP(E, N, F, A, T, S)
-#define BINARY(E, N, T) t[std::size_t(OpKind::E)] = &binary_fn<OpKind::E>;
-#include "rlx/ir/ops.def"
-  return t;
-}();
+};
 
 int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
@@ -103,27 +92,6 @@ int64_t binary_int(OpKind k, int64_t a, int64_t b) {
   return 0;
 }
 
-int64_t unary_int(OpKind k, int64_t x) {
-  switch (k) {
-  case OpKind::Relu:
-    return x > 0 ? x : 0;
-  case OpKind::Neg:
-    return wrap_sub(0, x);
-  case OpKind::Abs:
-    return x < 0 ? wrap_sub(0, x) : x;
-  case OpKind::Sign:
-    return (x > 0) - (x < 0);
-  case OpKind::StopGradient:
-    return x;
-  default:
-    break;
-  }
-  RLX_CHECK(false, "unary_int: ", ir::op_name(k));
-  return 0;
-}
-
-bool int_domain(DType t) { return ir::is_int(t) || ir::is_bool(t); }
-
 Buffer complex_binary(const ir::Node& n, const Buffer& a, const Buffer& b) {
   Buffer out(n.shape);
   BroadcastIndex ia(a.shape(), n.shape), ib(b.shape(), n.shape);
@@ -159,60 +127,41 @@ Buffer complex_binary(const ir::Node& n, const Buffer& a, const Buffer& b) {
 
 } // namespace
 
-double apply_activation(ir::Activation act, double x) {
-  OpKind k = ir::to_op_kind(act);
-  Buffer in = Buffer::from_f64(ir::Shape::scalar(DType::F64), std::span<const double>(&x, 1));
-  Buffer out(ir::Shape::scalar(DType::F64));
-  kUnary[std::size_t(k)](in, out, ir::Op(k));
-  return out.get_f64(0);
+double apply_activation(ir::Activation act, double x) { return kActivations[std::size_t(act)](x); }
+
+std::optional<int64_t> integer_activation(OpKind k, int64_t x) {
+  switch (k) {
+  case OpKind::Relu:
+    return x > 0 ? x : 0;
+  case OpKind::Neg:
+    return wrap_sub(0, x);
+  case OpKind::Abs:
+    return x < 0 ? wrap_sub(0, x) : x;
+  case OpKind::Sign:
+    return (x > 0) - (x < 0);
+  case OpKind::StopGradient:
+    return x;
+  default:
+    return std::nullopt;
+  }
 }
 
-bool elementwise_has(OpKind k) {
-  return kUnary[std::size_t(k)] != nullptr || kBinary[std::size_t(k)] != nullptr ||
-         k == OpKind::Cast || k == OpKind::Where;
-}
+namespace {
 
-Buffer eval_elementwise(const ir::Node& n, Operands in) {
-  OpKind k = n.op.kind();
+/// A unary kind with a Scalar<K> rule: complex values (neg and stop_gradient only), integers
+/// (the kIntegerOk kinds, clamp) and floats (the rule, in double).
+template <OpKind K> Buffer unary(const ir::Node& n, Operands in) {
   Buffer out(n.shape);
-  if (k == OpKind::Cast) {
-    const Buffer& x = *in[0];
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      if (x.dtype() == DType::C64 || out.dtype() == DType::C64)
-        out.set_c64(i, x.get_c64(i));
-      else if (int_domain(x.dtype()))
-        out.set_i64(i, x.get_i64(i));
-      else
-        out.set_f64(i, x.get_f64(i));
-    }
+  const Buffer& x = *in[0];
+  if (x.dtype() == DType::C64) {
+    if (K != OpKind::Neg && K != OpKind::StopGradient)
+      fail(ErrorKind::Unsupported, n.op.name(), ": not defined for complex operands");
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.set_c64(i, K == OpKind::Neg ? -x.get_c64(i) : x.get_c64(i));
     return out;
   }
-  if (k == OpKind::Where) {
-    const Buffer &c = *in[0], &a = *in[1], &b = *in[2];
-    BroadcastIndex ic(c.shape(), n.shape), ia(a.shape(), n.shape), ib(b.shape(), n.shape);
-    bool ints = int_domain(out.dtype());
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      const Buffer& src = c.get_f64(ic(i)) != 0.0 ? a : b;
-      int64_t j = &src == &a ? ia(i) : ib(i);
-      if (out.dtype() == DType::C64)
-        out.set_c64(i, src.get_c64(j));
-      else if (ints)
-        out.set_i64(i, src.get_i64(j));
-      else
-        out.set_f64(i, src.get_f64(j));
-    }
-    return out;
-  }
-  if (n.op.family() == ir::Family::EwUnary) {
-    const Buffer& x = *in[0];
-    if (x.dtype() == DType::C64) {
-      if (k != OpKind::Neg && k != OpKind::StopGradient)
-        fail(ErrorKind::Unsupported, n.op.name(), ": not defined for complex operands");
-      for (int64_t i = 0; i < out.numel(); ++i)
-        out.set_c64(i, k == OpKind::Neg ? -x.get_c64(i) : x.get_c64(i));
-      return out;
-    }
-    if (int_domain(x.dtype()) && k == OpKind::Clamp) {
+  if (int_domain(x.dtype())) {
+    if constexpr (K == OpKind::Clamp) {
       // Compare in double; a bound that is hit is stored like any float (toward zero, saturating).
       const auto& c = n.op.attrs<ir::ClampAttrs>();
       for (int64_t i = 0; i < out.numel(); ++i) {
@@ -226,27 +175,75 @@ Buffer eval_elementwise(const ir::Node& n, Operands in) {
       }
       return out;
     }
-    if (int_domain(x.dtype())) {
-      for (int64_t i = 0; i < out.numel(); ++i) out.set_i64(i, unary_int(k, x.get_i64(i)));
-      return out;
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      std::optional<int64_t> v = integer_activation(K, x.get_i64(i));
+      RLX_CHECK(v.has_value(), "unary_int: ", n.op.name());
+      out.set_i64(i, *v);
     }
-    kUnary[std::size_t(k)](x, out, n.op);
     return out;
   }
-  // Binary, broadcasting.
+  unary_loop<K>(x, out, n.op);
+  return out;
+}
+
+/// A binary kind, broadcasting: complex, integer (binary_int) or float (the Scalar<K> rule).
+template <OpKind K> Buffer binary(const ir::Node& n, Operands in) {
   const Buffer &a = *in[0], &b = *in[1];
   if (a.dtype() == DType::C64 || b.dtype() == DType::C64) return complex_binary(n, a, b);
+  Buffer out(n.shape);
   BroadcastIndex ia(a.shape(), n.shape), ib(b.shape(), n.shape);
   DType domain = ir::promote(a.dtype(), b.dtype());
   if (int_domain(domain)) {
     for (int64_t i = 0; i < out.numel(); ++i)
-      out.set_i64(i, binary_int(k, a.get_i64(ia(i)), b.get_i64(ib(i))));
+      out.set_i64(i, binary_int(K, a.get_i64(ia(i)), b.get_i64(ib(i))));
   } else {
-    BinaryFn f = kBinary[std::size_t(k)];
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      double x = a.get_f64(ia(i)), y = b.get_f64(ib(i));
-      out.set_f64(i, f(x, y));
-    }
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.set_f64(i, ops::Scalar<K>::apply(a.get_f64(ia(i)), b.get_f64(ib(i))));
+  }
+  return out;
+}
+
+} // namespace
+
+// Every activation and binary kind gets its kernel from its Scalar rule.
+#define OP(E, N, F, A, T, S)
+#define UNARY(E, N, T, S)                                                                          \
+  RLX_KERNEL(E) { return unary<OpKind::E>(n, in); }
+#define BINARY(E, N, T)                                                                            \
+  RLX_KERNEL(E) { return binary<OpKind::E>(n, in); }
+#include "rlx/ir/ops.def"
+
+RLX_KERNEL(StopGradient) { return unary<OpKind::StopGradient>(n, in); }
+RLX_KERNEL(Clamp) { return unary<OpKind::Clamp>(n, in); }
+
+RLX_KERNEL(Cast) {
+  Buffer out(n.shape);
+  const Buffer& x = *in[0];
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    if (x.dtype() == DType::C64 || out.dtype() == DType::C64)
+      out.set_c64(i, x.get_c64(i));
+    else if (int_domain(x.dtype()))
+      out.set_i64(i, x.get_i64(i));
+    else
+      out.set_f64(i, x.get_f64(i));
+  }
+  return out;
+}
+
+RLX_KERNEL(Where) {
+  Buffer out(n.shape);
+  const Buffer &c = *in[0], &a = *in[1], &b = *in[2];
+  BroadcastIndex ic(c.shape(), n.shape), ia(a.shape(), n.shape), ib(b.shape(), n.shape);
+  bool ints = int_domain(out.dtype());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const Buffer& src = c.get_f64(ic(i)) != 0.0 ? a : b;
+    int64_t j = &src == &a ? ia(i) : ib(i);
+    if (out.dtype() == DType::C64)
+      out.set_c64(i, src.get_c64(j));
+    else if (ints)
+      out.set_i64(i, src.get_i64(j));
+    else
+      out.set_f64(i, src.get_f64(j));
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// src/interp/interpreter.cpp -- run a graph node by node; dispatch each node to its family.
+// src/interp/interpreter.cpp -- run a graph node by node, each on its kind's kernel (the table
+// generated from ops.def); the leaf family's kernels.
 #include "kernels.hpp"
 
 #include "rlx/ir/verify.hpp"
@@ -49,88 +50,36 @@ AxisSplit split_at(const ir::Shape& s, int64_t axis) {
   return a;
 }
 
+// ---- The leaf family: constants hold their bytes; inputs and params are fed, not computed.
+
+RLX_KERNEL(Constant) {
+  Buffer b(n.shape);
+  const auto& data = n.op.attrs<ir::ConstantAttrs>().data.data;
+  if (data.size() != b.bytes().size())
+    fail(ErrorKind::Runtime, "constant ", n.id, ": ", data.size(), " bytes for ",
+         ir::short_str(n.shape));
+  if (!data.empty()) std::memcpy(b.bytes().data(), data.data(), data.size());
+  return b;
+}
+RLX_KERNEL(Input) { fail(ErrorKind::Unsupported, "interp: cannot evaluate ", n.op.name()); }
+RLX_KERNEL(Param) { fail(ErrorKind::Unsupported, "interp: cannot evaluate ", n.op.name()); }
+
+namespace {
+
+using KernelFn = Buffer (*)(const ir::Node& n, Operands in);
+
+/// Every kind's kernel, by kind (generated from ops.def).
+constexpr KernelFn kKernels[] = {
+#define OP(E, N, F, A, T, S) &kernel<ir::OpKind::E>,
+#include "rlx/ir/ops.def"
+};
+
+} // namespace
+
 } // namespace detail
 
-bool has_kernel(ir::OpKind k) {
-  using namespace detail;
-  switch (ir::op_family(k)) {
-  case ir::Family::Leaf:
-    return true;
-  case ir::Family::EwUnary:
-  case ir::Family::EwBinary:
-  case ir::Family::EwTernary:
-    return elementwise_has(k);
-  case ir::Family::Reduce:
-  case ir::Family::Scan:
-    return reduce_scan_has(k);
-  case ir::Family::Movement:
-  case ir::Family::Index:
-    return movement_has(k);
-  case ir::Family::Contract:
-    return contract_has(k);
-  case ir::Family::Norm:
-    return norm_has(k);
-  case ir::Family::Attention:
-    return attention_has(k);
-  case ir::Family::Conv:
-  case ir::Family::Pool:
-    return conv_pool_has(k);
-  case ir::Family::Composite:
-    return reduce_scan_has(k) || contract_has(k) || norm_has(k) || attention_has(k);
-  case ir::Family::Spectral:
-    return spectral_has(k);
-  case ir::Family::Control:
-    return control_has(k);
-  }
-  return false;
-}
-
 Buffer eval_node(const ir::Node& n, std::span<const Buffer* const> in) {
-  using namespace detail;
-  if (n.op.kind() == ir::OpKind::Constant) {
-    Buffer b(n.shape);
-    const auto& data = n.op.attrs<ir::ConstantAttrs>().data.data;
-    if (data.size() != b.bytes().size())
-      fail(ErrorKind::Runtime, "constant ", n.id, ": ", data.size(), " bytes for ",
-           ir::short_str(n.shape));
-    if (!data.empty()) std::memcpy(b.bytes().data(), data.data(), data.size());
-    return b;
-  }
-  if (!has_kernel(n.op.kind()))
-    fail(ErrorKind::Unsupported, "interp: no kernel for op ", n.op.name(), " yet (", n.id, ")");
-  switch (n.op.family()) {
-  case ir::Family::EwUnary:
-  case ir::Family::EwBinary:
-  case ir::Family::EwTernary:
-    return eval_elementwise(n, in);
-  case ir::Family::Reduce:
-  case ir::Family::Scan:
-    return eval_reduce_scan(n, in);
-  case ir::Family::Movement:
-  case ir::Family::Index:
-    return eval_movement(n, in);
-  case ir::Family::Contract:
-    return eval_contract(n, in);
-  case ir::Family::Norm:
-    return eval_norm(n, in);
-  case ir::Family::Attention:
-    return eval_attention(n, in);
-  case ir::Family::Conv:
-  case ir::Family::Pool:
-    return eval_conv_pool(n, in);
-  case ir::Family::Composite:
-    if (reduce_scan_has(n.op.kind())) return eval_reduce_scan(n, in);
-    if (contract_has(n.op.kind())) return eval_contract(n, in);
-    if (norm_has(n.op.kind())) return eval_norm(n, in);
-    return eval_attention(n, in);
-  case ir::Family::Spectral:
-    return eval_spectral(n, in);
-  case ir::Family::Control:
-    return eval_control(n, in);
-  case ir::Family::Leaf:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: cannot evaluate ", n.op.name());
+  return detail::kKernels[static_cast<std::size_t>(n.op.kind())](n, in);
 }
 
 namespace {
@@ -156,9 +105,8 @@ std::vector<const Buffer*> feed_leaves(const ir::Graph& g, std::span<const Buffe
   std::vector<const Buffer*> values(g.len(), nullptr);
   std::size_t next_leaf = 0;
   for (const ir::Node& n : g.nodes()) {
-    ir::OpKind k = n.op.kind();
-    if (k != ir::OpKind::Input && k != ir::OpKind::Param) continue;
-    std::string_view what = k == ir::OpKind::Input ? "input" : "param";
+    if (!ir::has_trait(n.op.kind(), ir::kFed)) continue;
+    std::string_view what = n.op.name();
     const std::string& name = n.op.attrs<ir::LeafAttrs>().name;
     if (next_leaf >= leaves.size() || leaves[next_leaf] == nullptr)
       fail(ErrorKind::Runtime, "run: missing ", what, " \"", name, "\" (", ir::short_str(n.shape),
@@ -208,9 +156,8 @@ std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const
 std::vector<Buffer> run(const ir::Graph& g, const Feed& inputs, const Feed& params) {
   std::vector<const Buffer*> leaves;
   for (const ir::Node& n : g.nodes()) {
-    ir::OpKind k = n.op.kind();
-    if (k != ir::OpKind::Input && k != ir::OpKind::Param) continue;
-    const Feed& feed = k == ir::OpKind::Input ? inputs : params;
+    if (!ir::has_trait(n.op.kind(), ir::kFed)) continue;
+    const Feed& feed = n.op.kind() == ir::OpKind::Input ? inputs : params;
     auto it = feed.find(n.op.attrs<ir::LeafAttrs>().name);
     leaves.push_back(it == feed.end() ? nullptr : &it->second);
   }

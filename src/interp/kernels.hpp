@@ -1,8 +1,9 @@
-// src/interp/kernels.hpp -- the interpreter's per-family kernel entry points and index helpers.
+// src/interp/kernels.hpp -- the interpreter's kernels, one per op kind, and their shared helpers.
 #pragma once
 
 #include "rlx/interp.hpp"
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -10,29 +11,28 @@ namespace rlx::interp::detail {
 
 using Operands = std::span<const Buffer* const>;
 
-/// One function per family; each switches over the op kinds of its family.
-Buffer eval_elementwise(const ir::Node& n, Operands in);
-Buffer eval_reduce_scan(const ir::Node& n, Operands in);
-Buffer eval_movement(const ir::Node& n, Operands in);
-Buffer eval_contract(const ir::Node& n, Operands in);
-Buffer eval_norm(const ir::Node& n, Operands in);
-Buffer eval_attention(const ir::Node& n, Operands in);
-Buffer eval_conv_pool(const ir::Node& n, Operands in);
-Buffer eval_spectral(const ir::Node& n, Operands in);
-Buffer eval_control(const ir::Node& n, Operands in);
-/// Whether the family function above handles the kind (for has_kernel and the table test).
-bool elementwise_has(ir::OpKind k);
-bool reduce_scan_has(ir::OpKind k);
-bool movement_has(ir::OpKind k);
-bool contract_has(ir::OpKind k);
-bool norm_has(ir::OpKind k);
-bool attention_has(ir::OpKind k);
-bool conv_pool_has(ir::OpKind k);
-bool spectral_has(ir::OpKind k);
-bool control_has(ir::OpKind k);
+/// The kernel of op kind K: what a node of that kind computes from its operands' buffers. The
+/// specialization of every kind is declared here from ops.def and defined once, in its family's
+/// file, as `RLX_KERNEL(Kind) { ... }` (n: the node, in: its operands). interpreter.cpp indexes
+/// them by kind, so a kind without a kernel does not link (an undefined
+/// `kernel<(rlx::ir::OpKind)N>`, N its row in ops.def); element-wise kernels are instantiated
+/// from the kind's Scalar<K> rule, whose absence does not compile.
+template <ir::OpKind K> Buffer kernel(const ir::Node& n, Operands in) = delete;
+#define OP(E, N, F, A, T, S) template <> Buffer kernel<ir::OpKind::E>(const ir::Node&, Operands);
+#include "rlx/ir/ops.def"
+
+#define RLX_KERNEL(E)                                                                              \
+  template <>                                                                                      \
+  Buffer kernel<ir::OpKind::E>([[maybe_unused]] const ir::Node& n, [[maybe_unused]] Operands in)
 
 /// An activation's scalar rule on one value (default attributes, e.g. leaky_relu alpha 0.01).
 double apply_activation(ir::Activation act, double x);
+/// The integer semantics of a unary kind (the kIntegerOk activations and stop_gradient, with
+/// wrap-around); nullopt for kinds defined on floating-point values only.
+std::optional<int64_t> integer_activation(ir::OpKind k, int64_t x);
+
+/// Integer and bool values compute in int64.
+inline bool int_domain(ir::DType t) { return ir::is_int(t) || ir::is_bool(t); }
 
 /// Whether `operand` broadcasts to `out` under NumPy rules (right-aligned, 1 stretches).
 inline bool broadcasts_to(const std::vector<int64_t>& operand, const std::vector<int64_t>& out) {

@@ -192,55 +192,25 @@ Buffer gather(const ir::Node& n, const Buffer& table, const Buffer& idx) {
 
 } // namespace
 
-bool movement_has(OpKind k) {
-  switch (k) {
-  case OpKind::Reshape:
-  case OpKind::Transpose:
-  case OpKind::Narrow:
-  case OpKind::Slice:
-  case OpKind::Concat:
-  case OpKind::Expand:
-  case OpKind::Reverse:
-  case OpKind::Pad:
-  case OpKind::Gather:
-    return true;
-  default:
-    return false;
-  }
-}
-
-Buffer eval_movement(const ir::Node& n, Operands in) {
+RLX_KERNEL(Reshape) {
   const Buffer& x = *in[0];
-  switch (n.op.kind()) {
-  case OpKind::Reshape: {
-    Buffer out(n.shape);
-    if (!x.bytes().empty()) std::memcpy(out.bytes().data(), x.bytes().data(), x.bytes().size());
-    return out;
-  }
-  case OpKind::Transpose:
-    return copy_view(n, x, transpose_view(n, x));
-  case OpKind::Narrow: {
-    const auto& a = n.op.attrs<ir::NarrowAttrs>();
-    return copy_view(n, x, slice_view(x, a.axis, a.start, 1));
-  }
-  case OpKind::Slice: {
-    const auto& a = n.op.attrs<ir::SliceAttrs>();
-    return copy_view(n, x, slice_view(x, a.axis, a.start, a.step));
-  }
-  case OpKind::Expand:
-    return copy_view(n, x, expand_view(n, x));
-  case OpKind::Reverse:
-    return copy_view(n, x, reverse_view(n, x));
-  case OpKind::Concat:
-    return concat(n, in);
-  case OpKind::Pad:
-    return pad(n, x);
-  case OpKind::Gather:
-    return gather(n, x, *in[1]);
-  default:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: no movement kernel for op ", n.op.name());
+  Buffer out(n.shape);
+  if (!x.bytes().empty()) std::memcpy(out.bytes().data(), x.bytes().data(), x.bytes().size());
+  return out;
 }
+RLX_KERNEL(Transpose) { return copy_view(n, *in[0], transpose_view(n, *in[0])); }
+RLX_KERNEL(Narrow) {
+  const auto& a = n.op.attrs<ir::NarrowAttrs>();
+  return copy_view(n, *in[0], slice_view(*in[0], a.axis, a.start, 1));
+}
+RLX_KERNEL(Slice) {
+  const auto& a = n.op.attrs<ir::SliceAttrs>();
+  return copy_view(n, *in[0], slice_view(*in[0], a.axis, a.start, a.step));
+}
+RLX_KERNEL(Expand) { return copy_view(n, *in[0], expand_view(n, *in[0])); }
+RLX_KERNEL(Reverse) { return copy_view(n, *in[0], reverse_view(n, *in[0])); }
+RLX_KERNEL(Concat) { return concat(n, in); }
+RLX_KERNEL(Pad) { return pad(n, *in[0]); }
+RLX_KERNEL(Gather) { return gather(n, *in[0], *in[1]); }
 
 } // namespace rlx::interp::detail

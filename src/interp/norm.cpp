@@ -149,7 +149,7 @@ Buffer group_norm(const ir::Node& n, Operands in) {
 }
 
 /// norm(x + residual [+ bias]) over the last axis; the sum stays in double (no rounding).
-Buffer fused_residual(const ir::Node& n, Operands in) {
+Buffer fused_residual(const ir::Node& n, Operands in, bool rms) {
   const auto& a = n.op.attrs<ir::FusedResidualNormAttrs>();
   std::size_t count = a.has_bias ? 5 : 4;
   check_operands(n, in, count);
@@ -165,58 +165,36 @@ Buffer fused_residual(const ir::Node& n, Operands in) {
     BroadcastIndex bi(add.shape(), n.shape);
     for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += add.get_f64(bi(int64_t(i)));
   }
-  bool rms = n.op.kind() == OpKind::FusedResidualRmsNorm;
   return normalize_axis(n, sum, int64_t(n.shape.rank()) - 1, rms, a.eps, *in[count - 2],
                         *in[count - 1]);
 }
 
+/// layer_norm / rms_norm over their axis.
+Buffer axis_norm(const ir::Node& n, Operands in, bool rms) {
+  check_operands(n, in, 3);
+  const auto& a = n.op.attrs<ir::NormAttrs>();
+  int64_t rank = int64_t(n.shape.rank());
+  if (a.axis < -rank || a.axis >= rank)
+    fail(ErrorKind::Shape, n.op.name(), ": axis ", a.axis, " is out of range for ",
+         ir::short_str(n.shape));
+  return normalize_axis(n, in[0]->to_f64(), norm_axis(a.axis, n.shape.rank()), rms, a.eps, *in[1],
+                        *in[2]);
+}
+
 } // namespace
 
-bool norm_has(OpKind k) {
-  switch (k) {
-  case OpKind::LayerNorm:
-  case OpKind::LayerNorm2d:
-  case OpKind::GroupNorm:
-  case OpKind::BatchNormInference:
-  case OpKind::RmsNorm:
-  case OpKind::FusedResidualLN:
-  case OpKind::FusedResidualRmsNorm:
-    return true;
-  default:
-    return false;
-  }
+RLX_KERNEL(LayerNorm) { return axis_norm(n, in, false); }
+RLX_KERNEL(RmsNorm) { return axis_norm(n, in, true); }
+RLX_KERNEL(LayerNorm2d) {
+  check_operands(n, in, 3);
+  if (n.shape.rank() != 4)
+    fail(ErrorKind::Shape, n.op.name(), ": expects NCHW input, got ", ir::short_str(n.shape));
+  return normalize_axis(n, in[0]->to_f64(), 1, false, n.op.attrs<ir::EpsAttrs>().eps, *in[1],
+                        *in[2]);
 }
-
-Buffer eval_norm(const ir::Node& n, Operands in) {
-  switch (n.op.kind()) {
-  case OpKind::LayerNorm:
-  case OpKind::RmsNorm: {
-    check_operands(n, in, 3);
-    const auto& a = n.op.attrs<ir::NormAttrs>();
-    int64_t rank = int64_t(n.shape.rank());
-    if (a.axis < -rank || a.axis >= rank)
-      fail(ErrorKind::Shape, n.op.name(), ": axis ", a.axis, " is out of range for ",
-           ir::short_str(n.shape));
-    return normalize_axis(n, in[0]->to_f64(), norm_axis(a.axis, n.shape.rank()),
-                          n.op.kind() == OpKind::RmsNorm, a.eps, *in[1], *in[2]);
-  }
-  case OpKind::LayerNorm2d:
-    check_operands(n, in, 3);
-    if (n.shape.rank() != 4)
-      fail(ErrorKind::Shape, n.op.name(), ": expects NCHW input, got ", ir::short_str(n.shape));
-    return normalize_axis(n, in[0]->to_f64(), 1, false, n.op.attrs<ir::EpsAttrs>().eps, *in[1],
-                          *in[2]);
-  case OpKind::GroupNorm:
-    return group_norm(n, in);
-  case OpKind::BatchNormInference:
-    return batch_norm(n, in);
-  case OpKind::FusedResidualLN:
-  case OpKind::FusedResidualRmsNorm:
-    return fused_residual(n, in);
-  default:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: no norm kernel for op ", n.op.name());
-}
+RLX_KERNEL(GroupNorm) { return group_norm(n, in); }
+RLX_KERNEL(BatchNormInference) { return batch_norm(n, in); }
+RLX_KERNEL(FusedResidualLN) { return fused_residual(n, in, false); }
+RLX_KERNEL(FusedResidualRmsNorm) { return fused_residual(n, in, true); }
 
 } // namespace rlx::interp::detail

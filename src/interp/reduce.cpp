@@ -19,8 +19,6 @@ int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b
 int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
 
 /// Integer-valued dtypes (read with get_i64): integers and bool.
-bool int_domain(DType t) { return ir::is_int(t) || ir::is_bool(t); }
-
 [[noreturn]] void empty_axis(const ir::Node& n, const Buffer& x) {
   fail(ErrorKind::Value, n.op.name(), ": cannot reduce an empty axis (", ir::short_str(x.shape()),
        ")");
@@ -256,43 +254,14 @@ Buffer softmax(const ir::Node& n, const Buffer& x) {
 
 } // namespace
 
-bool reduce_scan_has(OpKind k) {
-  switch (k) {
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-  case OpKind::ReduceMin:
-  case OpKind::ReduceProd:
-  case OpKind::ArgMax:
-  case OpKind::ArgMin:
-  case OpKind::Cumsum:
-  case OpKind::Softmax:
-    return true;
-  default:
-    return false;
-  }
-}
-
-Buffer eval_reduce_scan(const ir::Node& n, Operands in) {
-  const Buffer& x = *in[0];
-  switch (n.op.kind()) {
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-  case OpKind::ReduceMin:
-  case OpKind::ReduceProd:
-    return reduce(n, x);
-  case OpKind::ArgMax:
-  case OpKind::ArgMin:
-    return arg_reduce(n, x);
-  case OpKind::Cumsum:
-    return cumsum(n, x);
-  case OpKind::Softmax:
-    return softmax(n, x);
-  default:
-    break;
-  }
-  fail(ErrorKind::Unsupported, "interp: no reduce/scan kernel for op ", n.op.name());
-}
+RLX_KERNEL(ReduceSum) { return reduce(n, *in[0]); }
+RLX_KERNEL(ReduceMean) { return reduce(n, *in[0]); }
+RLX_KERNEL(ReduceMax) { return reduce(n, *in[0]); }
+RLX_KERNEL(ReduceMin) { return reduce(n, *in[0]); }
+RLX_KERNEL(ReduceProd) { return reduce(n, *in[0]); }
+RLX_KERNEL(ArgMax) { return arg_reduce(n, *in[0]); }
+RLX_KERNEL(ArgMin) { return arg_reduce(n, *in[0]); }
+RLX_KERNEL(Cumsum) { return cumsum(n, *in[0]); }
+RLX_KERNEL(Softmax) { return softmax(n, *in[0]); }
 
 } // namespace rlx::interp::detail

@@ -153,40 +153,20 @@ Buffer lfilter(const ir::Node& n, Operands in) {
 
 } // namespace
 
-bool spectral_has(OpKind k) {
-  switch (k) {
-  case OpKind::Fft:
-  case OpKind::Lfilter:
-  case OpKind::Conjugate:
-  case OpKind::ComplexNormSq:
-    return true;
-  default:
-    return false;
-  }
+RLX_KERNEL(Fft) { return fft(n, *in[0]); }
+RLX_KERNEL(Lfilter) { return lfilter(n, in); }
+RLX_KERNEL(Conjugate) {
+  Buffer out = Buffer::uninitialized(n.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) out.set_c64(i, std::conj(in[0]->get_c64(i)));
+  return out;
 }
-
-Buffer eval_spectral(const ir::Node& n, Operands in) {
-  switch (n.op.kind()) {
-  case OpKind::Fft:
-    return fft(n, *in[0]);
-  case OpKind::Lfilter:
-    return lfilter(n, in);
-  case OpKind::Conjugate: {
-    Buffer out = Buffer::uninitialized(n.shape);
-    for (int64_t i = 0; i < out.numel(); ++i) out.set_c64(i, std::conj(in[0]->get_c64(i)));
-    return out;
+RLX_KERNEL(ComplexNormSq) {
+  Buffer out = Buffer::uninitialized(n.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    cd z(in[0]->get_c64(i));
+    out.set_f64(i, z.real() * z.real() + z.imag() * z.imag());
   }
-  case OpKind::ComplexNormSq: {
-    Buffer out = Buffer::uninitialized(n.shape);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      cd z(in[0]->get_c64(i));
-      out.set_f64(i, z.real() * z.real() + z.imag() * z.imag());
-    }
-    return out;
-  }
-  default:
-    fail(ErrorKind::Unsupported, "interp: no spectral kernel for ", n.op.name());
-  }
+  return out;
 }
 
 } // namespace rlx::interp::detail

@@ -79,10 +79,11 @@ std::size_t Graph::use_count(NodeId id) const {
 }
 
 namespace {
+/// The fed leaf named `name` of kind `kind`, or of either fed kind when kind is nullopt.
 std::optional<NodeId> find_leaf(std::span<const Node> nodes, std::string_view name,
-                                std::initializer_list<OpKind> kinds) {
+                                std::optional<OpKind> kind) {
   for (const Node& n : nodes) {
-    if (std::find(kinds.begin(), kinds.end(), n.op.kind()) == kinds.end()) continue;
+    if (!has_trait(n.op.kind(), kFed) || (kind && n.op.kind() != *kind)) continue;
     if (n.op.attrs<LeafAttrs>().name == name) return n.id;
   }
   return std::nullopt;
@@ -90,13 +91,13 @@ std::optional<NodeId> find_leaf(std::span<const Node> nodes, std::string_view na
 } // namespace
 
 std::optional<NodeId> Graph::node_id_by_name(std::string_view n) const {
-  return find_leaf(nodes_, n, {OpKind::Input, OpKind::Param});
+  return find_leaf(nodes_, n, std::nullopt);
 }
 std::optional<NodeId> Graph::input_id(std::string_view n) const {
-  return find_leaf(nodes_, n, {OpKind::Input});
+  return find_leaf(nodes_, n, OpKind::Input);
 }
 std::optional<NodeId> Graph::param_id(std::string_view n) const {
-  return find_leaf(nodes_, n, {OpKind::Param});
+  return find_leaf(nodes_, n, OpKind::Param);
 }
 
 std::vector<NodeId> Graph::topo_order() const {

@@ -98,9 +98,6 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
     case Family::Conv:
     case Family::Pool:
       return detail::infer_conv_pool(op, in);
-    case Family::Composite:
-      if (op.kind() == OpKind::Softmax) return detail::infer_reduce_scan(op, in);
-      return detail::infer_contract(op, in);
     case Family::Spectral:
       return detail::infer_spectral(op, in);
     case Family::Control:

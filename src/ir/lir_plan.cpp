@@ -35,7 +35,7 @@ std::optional<uint64_t> view_offset(const Graph& g, const Node& n) {
   const Shape& in = g.shape(n.inputs[0]);
   if (!in.is_static() || in.dtype() != n.shape.dtype()) return std::nullopt;
   OpKind k = n.op.kind();
-  if (k == OpKind::Reshape || k == OpKind::StopGradient) return 0;
+  if (has_trait(k, kView)) return 0; // reshape, stop_gradient: the same bytes
   if (k == OpKind::Narrow) {
     const auto& a = n.op.attrs<NarrowAttrs>();
     return narrow_offset(in, a.axis, a.start);

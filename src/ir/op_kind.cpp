@@ -6,10 +6,10 @@
 namespace rlx::ir {
 
 std::string_view family_name(Family f) {
-  constexpr std::string_view names[] = {"leaf",     "ew_unary",  "ew_binary", "ew_ternary",
-                                        "reduce",   "scan",      "movement",  "index",
-                                        "contract", "norm",      "attention", "conv",
-                                        "pool",     "composite", "spectral",  "control"};
+  constexpr std::string_view names[] = {
+      "leaf",     "ew_unary", "ew_binary", "ew_ternary", "reduce", "scan",     "movement", "index",
+      "contract", "norm",     "attention", "conv",       "pool",   "spectral", "control"};
+  static_assert(std::size(names) == std::size_t(Family::Control) + 1);
   return names[static_cast<std::size_t>(f)];
 }
 
@@ -39,7 +39,7 @@ constexpr OpKind kBinaryKinds[] = {
 };
 constexpr OpKind kReduceKinds[] = {
 #define OP(E, N, F, A, T, S)
-#define REDUCE(E, R, N) OpKind::E,
+#define REDUCE(E, R, N, T) OpKind::E,
 #include "rlx/ir/ops.def"
 };
 

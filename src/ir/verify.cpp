@@ -46,7 +46,7 @@ std::vector<std::string> verify_all(const Graph& g) {
               " inputs, has ", n.inputs.size());
       inputs_ok = false;
     }
-    if (n.op.kind() == OpKind::Input || n.op.kind() == OpKind::Param) {
+    if (has_trait(n.op.kind(), kFed)) {
       const std::string& name = n.op.attrs<LeafAttrs>().name;
       auto [it, fresh] = leaf_names.emplace(std::pair(n.op.kind(), name), n.id);
       if (!fresh) problem(where(n), ": name \"", name, "\" is already used by ", it->second);

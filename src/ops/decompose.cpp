@@ -1,5 +1,7 @@
-// src/ops/decompose.cpp -- decomposition rules: each composite op as a graph of primitives.
-// The rules compute what the interpreter's direct kernels compute (tests check both agree).
+// src/ops/decompose.cpp -- decomposition rules: each composite op (kComposite in ops.def) as a
+// graph of primitives. The rules compute what the interpreter's direct kernels compute (tests
+// check both agree). The rule table is built from ops.def: a composite without a rule does not
+// compile.
 #include "decompose.hpp"
 
 #include <algorithm>
@@ -78,53 +80,26 @@ NodeId affine(Emitter& e, NodeId y, NodeId gamma, NodeId beta, int64_t axis, int
   return e.add(e.mul(y, along_axis(e, gamma, axis, rank)), along_axis(e, beta, axis, rank));
 }
 
-NodeId norm_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+/// layer_norm / rms_norm over one axis.
+NodeId axis_norm(Emitter& e, const ir::Node& n, std::span<const NodeId> in, bool rms) {
   NodeId x = in[0];
   int64_t r = rank_of(e, x);
-  switch (n.op.kind()) {
-  case OpKind::LayerNorm:
-  case OpKind::RmsNorm: {
-    const auto& a = n.op.attrs<ir::NormAttrs>();
-    int64_t axis = pos_axis(a.axis, r);
-    NodeId y = normalize(e, x, {axis}, a.eps, n.op.kind() == OpKind::RmsNorm);
-    return affine(e, y, in[1], in[2], axis, r);
-  }
-  case OpKind::LayerNorm2d: {
-    NodeId y = normalize(e, x, {1}, n.op.attrs<ir::EpsAttrs>().eps, false);
-    return affine(e, y, in[1], in[2], 1, r);
-  }
-  case OpKind::GroupNorm: {
-    const auto& a = n.op.attrs<ir::GroupNormAttrs>();
-    auto sizes = e.shape(x).sizes();
-    NodeId grouped = e.reshape(x, {sizes[0], a.num_groups, -1});
-    NodeId y =
-        e.reshape(normalize(e, grouped, {2}, a.eps, false), Ints(sizes.begin(), sizes.end()));
-    return affine(e, y, in[1], in[2], 1, r);
-  }
-  case OpKind::BatchNormInference: {
-    DType t = e.shape(x).dtype();
-    float eps = n.op.attrs<ir::EpsAttrs>().eps;
-    NodeId mean = along_axis(e, in[3], 1, r), var = along_axis(e, in[4], 1, r);
-    NodeId inv = e.op(OpKind::Rsqrt, {e.add(var, e.scalar(double(eps), t))});
-    return affine(e, e.mul(e.sub(x, mean), inv), in[1], in[2], 1, r);
-  }
-  case OpKind::FusedResidualLN:
-  case OpKind::FusedResidualRmsNorm: {
-    const auto& a = n.op.attrs<ir::FusedResidualNormAttrs>();
-    NodeId s = e.add(x, in[1]);
-    std::size_t g = 2;
-    if (a.has_bias) s = e.add(s, in[g++]);
-    NodeId y = normalize(e, s, {r - 1}, a.eps, n.op.kind() == OpKind::FusedResidualRmsNorm);
-    return affine(e, y, in[g], in[g + 1], r - 1, r);
-  }
-  default:
-    break;
-  }
-  RLX_CHECK(false, "norm_rule: ", n.op.name());
-  return x;
+  const auto& a = n.op.attrs<ir::NormAttrs>();
+  int64_t axis = pos_axis(a.axis, r);
+  return affine(e, normalize(e, x, {axis}, a.eps, rms), in[1], in[2], axis, r);
 }
 
-NodeId attention_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+/// norm(x + residual [+ bias]) over the last axis.
+NodeId residual_norm(Emitter& e, const ir::Node& n, std::span<const NodeId> in, bool rms) {
+  const auto& a = n.op.attrs<ir::FusedResidualNormAttrs>();
+  int64_t r = rank_of(e, in[0]);
+  NodeId s = e.add(in[0], in[1]);
+  std::size_t g = 2;
+  if (a.has_bias) s = e.add(s, in[g++]);
+  return affine(e, normalize(e, s, {r - 1}, a.eps, rms), in[g], in[g + 1], r - 1, r);
+}
+
+NodeId attention(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
   const auto& a = n.op.attrs<ir::AttentionAttrs>();
   auto qs = e.shape(in[0]).sizes(), ks = e.shape(in[1]).sizes();
   int64_t b = qs[0], sq = qs[1], sk = ks[1], h = a.num_heads, d = a.head_dim;
@@ -161,7 +136,7 @@ NodeId attention_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in)
   return e.reshape(e.transpose(ctx, {0, 2, 1, 3}), {b, sq, h * d});
 }
 
-NodeId rope_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
+NodeId rope(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
   const auto& a = n.op.attrs<ir::RopeAttrs>();
   auto xs = e.shape(in[0]).sizes();
   int64_t d = a.head_dim, nr = a.n_rot == 0 ? a.head_dim : a.n_rot, half = nr / 2;
@@ -198,23 +173,6 @@ NodeId rope_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
   }
   if (nr < d) y = e.concat({y, e.narrow(x, r - 1, nr, d - nr)}, r - 1);
   return e.reshape(y, Ints(xs.begin(), xs.end()));
-}
-
-NodeId contract_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
-  if (n.op.kind() == OpKind::FusedSwiGLU) {
-    auto hs = e.shape(in[0]).sizes();
-    int64_t r = int64_t(hs.size()), half = hs.back() / 2;
-    NodeId first = e.narrow(in[0], r - 1, 0, half), second = e.narrow(in[0], r - 1, half, half);
-    bool gate_first = n.op.attrs<ir::SwiGluAttrs>().gate_first;
-    NodeId up = gate_first ? second : first, gate = gate_first ? first : second;
-    NodeId y = e.mul(e.op(OpKind::Silu, {gate}), up);
-    if (auto to = n.op.attrs<ir::SwiGluAttrs>().cast_to)
-      y = e.op(ir::Op(OpKind::Cast, ir::CastAttrs{*to}), {y});
-    return y;
-  }
-  NodeId y = e.add(e.op(OpKind::MatMul, {in[0], in[1]}), in[2]);
-  if (auto act = n.op.attrs<ir::FusedMatMulAttrs>().activation) y = e.op(ir::to_op_kind(*act), {y});
-  return y;
 }
 
 /// Transposed convolution as a direct one: zero-insert the input by the stride, pad it by
@@ -268,80 +226,101 @@ NodeId transposed_conv(Emitter& e, NodeId x, NodeId w, const Ints& stride, const
   return e.op(ir::Op(OpKind::Conv3d, a), {y, wf});
 }
 
-NodeId conv_rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
-  auto ints = [](auto arr) { return Ints(arr.begin(), arr.end()); };
-  switch (n.op.kind()) {
-  case OpKind::ConvTranspose2d: {
-    const auto& a = n.op.attrs<ir::ConvTranspose2dAttrs>();
-    return transposed_conv(e, in[0], in[1], ints(a.stride), ints(a.padding), ints(a.dilation),
-                           ints(a.output_padding), a.groups);
-  }
-  case OpKind::ConvTranspose3d: {
-    const auto& a = n.op.attrs<ir::ConvTranspose3dAttrs>();
-    return transposed_conv(e, in[0], in[1], ints(a.stride), ints(a.padding), ints(a.dilation),
-                           ints(a.output_padding), a.groups);
-  }
-  case OpKind::ConvTranspose1d: { // as 2-D with a height of 1
-    const auto& a = n.op.attrs<ir::ConvTranspose1dAttrs>();
-    auto xs = e.shape(in[0]).sizes(), ws = e.shape(in[1]).sizes();
-    NodeId x2 = e.reshape(in[0], {xs[0], xs[1], 1, xs[2]});
-    NodeId w2 = e.reshape(in[1], {ws[0], ws[1], 1, ws[2]});
-    NodeId y = transposed_conv(e, x2, w2, {1, a.stride}, {0, a.padding}, {1, a.dilation},
-                               {0, a.output_padding}, a.groups);
-    auto ys = e.shape(y).sizes();
-    return e.reshape(y, {ys[0], ys[1], ys[3]});
-  }
-  default:
-    break;
-  }
-  RLX_CHECK(false, "conv_rule: ", n.op.name());
-  return in[0];
+using Rule = NodeId (*)(Emitter& e, const ir::Node& n, std::span<const NodeId> in);
+
+/// The decomposition of op kind K: one definition below per kind marked kComposite.
+template <OpKind K> NodeId rule(Emitter& e, const ir::Node& n, std::span<const NodeId> in) = delete;
+
+#define RLX_RULE(E)                                                                                \
+  template <>                                                                                      \
+  NodeId rule<OpKind::E>([[maybe_unused]] Emitter & e, [[maybe_unused]] const ir::Node& n,         \
+                         [[maybe_unused]] std::span<const NodeId> in)
+
+RLX_RULE(Softmax) { return softmax(e, in[0], n.op.attrs<ir::AxisAttrs>().axis); }
+RLX_RULE(FusedMatMulBiasAct) {
+  NodeId y = e.add(e.op(OpKind::MatMul, {in[0], in[1]}), in[2]);
+  if (auto act = n.op.attrs<ir::FusedMatMulAttrs>().activation) y = e.op(ir::to_op_kind(*act), {y});
+  return y;
 }
+RLX_RULE(FusedSwiGLU) {
+  auto hs = e.shape(in[0]).sizes();
+  int64_t r = int64_t(hs.size()), half = hs.back() / 2;
+  NodeId first = e.narrow(in[0], r - 1, 0, half), second = e.narrow(in[0], r - 1, half, half);
+  const auto& a = n.op.attrs<ir::SwiGluAttrs>();
+  NodeId up = a.gate_first ? second : first, gate = a.gate_first ? first : second;
+  NodeId y = e.mul(e.op(OpKind::Silu, {gate}), up);
+  if (a.cast_to) y = e.op(ir::Op(OpKind::Cast, ir::CastAttrs{*a.cast_to}), {y});
+  return y;
+}
+RLX_RULE(LayerNorm) { return axis_norm(e, n, in, false); }
+RLX_RULE(RmsNorm) { return axis_norm(e, n, in, true); }
+RLX_RULE(LayerNorm2d) {
+  NodeId y = normalize(e, in[0], {1}, n.op.attrs<ir::EpsAttrs>().eps, false);
+  return affine(e, y, in[1], in[2], 1, rank_of(e, in[0]));
+}
+RLX_RULE(GroupNorm) {
+  const auto& a = n.op.attrs<ir::GroupNormAttrs>();
+  auto sizes = e.shape(in[0]).sizes();
+  NodeId grouped = e.reshape(in[0], {sizes[0], a.num_groups, -1});
+  NodeId y = e.reshape(normalize(e, grouped, {2}, a.eps, false), Ints(sizes.begin(), sizes.end()));
+  return affine(e, y, in[1], in[2], 1, rank_of(e, in[0]));
+}
+RLX_RULE(BatchNormInference) {
+  NodeId x = in[0];
+  int64_t r = rank_of(e, x);
+  DType t = e.shape(x).dtype();
+  float eps = n.op.attrs<ir::EpsAttrs>().eps;
+  NodeId mean = along_axis(e, in[3], 1, r), var = along_axis(e, in[4], 1, r);
+  NodeId inv = e.op(OpKind::Rsqrt, {e.add(var, e.scalar(double(eps), t))});
+  return affine(e, e.mul(e.sub(x, mean), inv), in[1], in[2], 1, r);
+}
+RLX_RULE(FusedResidualLN) { return residual_norm(e, n, in, false); }
+RLX_RULE(FusedResidualRmsNorm) { return residual_norm(e, n, in, true); }
+RLX_RULE(Attention) { return attention(e, n, in); }
+RLX_RULE(Rope) { return rope(e, n, in); }
+
+auto ints(auto arr) { return Ints(arr.begin(), arr.end()); }
+
+RLX_RULE(ConvTranspose2d) {
+  const auto& a = n.op.attrs<ir::ConvTranspose2dAttrs>();
+  return transposed_conv(e, in[0], in[1], ints(a.stride), ints(a.padding), ints(a.dilation),
+                         ints(a.output_padding), a.groups);
+}
+RLX_RULE(ConvTranspose3d) {
+  const auto& a = n.op.attrs<ir::ConvTranspose3dAttrs>();
+  return transposed_conv(e, in[0], in[1], ints(a.stride), ints(a.padding), ints(a.dilation),
+                         ints(a.output_padding), a.groups);
+}
+RLX_RULE(ConvTranspose1d) { // as 2-D with a height of 1
+  const auto& a = n.op.attrs<ir::ConvTranspose1dAttrs>();
+  auto xs = e.shape(in[0]).sizes(), ws = e.shape(in[1]).sizes();
+  NodeId x2 = e.reshape(in[0], {xs[0], xs[1], 1, xs[2]});
+  NodeId w2 = e.reshape(in[1], {ws[0], ws[1], 1, ws[2]});
+  NodeId y = transposed_conv(e, x2, w2, {1, a.stride}, {0, a.padding}, {1, a.dilation},
+                             {0, a.output_padding}, a.groups);
+  auto ys = e.shape(y).sizes();
+  return e.reshape(y, {ys[0], ys[1], ys[3]});
+}
+#undef RLX_RULE
+
+template <OpKind K> constexpr Rule rule_of() {
+  if constexpr (ir::has_trait(K, ir::kComposite))
+    return &rule<K>;
+  else
+    return nullptr;
+}
+
+constexpr Rule kRules[] = {
+#define OP(E, N, F, A, T, S) rule_of<OpKind::E>(),
+#include "rlx/ir/ops.def"
+};
 
 } // namespace
 
-bool has_decomposition(OpKind k) {
-  switch (k) {
-  case OpKind::Softmax:
-  case OpKind::LayerNorm:
-  case OpKind::RmsNorm:
-  case OpKind::LayerNorm2d:
-  case OpKind::GroupNorm:
-  case OpKind::BatchNormInference:
-  case OpKind::FusedResidualLN:
-  case OpKind::FusedResidualRmsNorm:
-  case OpKind::Attention:
-  case OpKind::Rope:
-  case OpKind::FusedMatMulBiasAct:
-  case OpKind::FusedSwiGLU:
-  case OpKind::ConvTranspose1d:
-  case OpKind::ConvTranspose2d:
-  case OpKind::ConvTranspose3d:
-    return true;
-  default:
-    return false;
-  }
-}
-
 std::optional<NodeId> decompose_node(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
-  switch (n.op.family()) {
-  case ir::Family::Norm:
-    return norm_rule(e, n, in);
-  case ir::Family::Composite:
-  case ir::Family::Contract:
-    if (n.op.kind() == OpKind::Softmax) return softmax(e, in[0], n.op.attrs<ir::AxisAttrs>().axis);
-    if (n.op.kind() == OpKind::MatMul) return std::nullopt;
-    return contract_rule(e, n, in);
-  case ir::Family::Conv:
-    if (has_decomposition(n.op.kind())) return conv_rule(e, n, in);
-    return std::nullopt;
-  case ir::Family::Attention:
-    if (n.op.kind() == OpKind::Attention) return attention_rule(e, n, in);
-    if (n.op.kind() == OpKind::Rope) return rope_rule(e, n, in);
-    return std::nullopt;
-  default:
-    return std::nullopt;
-  }
+  Rule r = kRules[std::size_t(n.op.kind())];
+  if (!r) return std::nullopt;
+  return r(e, n, in);
 }
 
 } // namespace rlx::ops

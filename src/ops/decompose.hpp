@@ -9,10 +9,8 @@
 
 namespace rlx::ops {
 
-bool has_decomposition(ir::OpKind k);
-
 /// Append the primitive form of node n (operands already mapped to `in`) and return the node
-/// that replaces it; nullopt when n is not composite.
+/// that replaces it; nullopt when n's kind is not marked kComposite in ops.def.
 std::optional<ir::NodeId> decompose_node(Emitter& e, const ir::Node& n,
                                          std::span<const ir::NodeId> in);
 

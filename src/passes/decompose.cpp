@@ -6,7 +6,7 @@
 
 namespace rlx::passes {
 
-bool has_decomposition(ir::OpKind kind) { return ops::has_decomposition(kind); }
+bool has_decomposition(ir::OpKind kind) { return ir::has_trait(kind, ir::kComposite); }
 
 bool decompose(ir::Graph& g, const PassOptions&) {
   ir::Graph out(g.name);

@@ -196,7 +196,7 @@ inline std::vector<ir::OpKind> binary_kinds() {
 inline std::vector<ir::OpKind> reduce_kinds() {
   return {
 #define OP(E, N, F, A, T, S)
-#define REDUCE(E, R, N) ir::OpKind::E,
+#define REDUCE(E, R, N, T) ir::OpKind::E,
 #include <rlx/ir/ops.def>
   };
 }

@@ -14,9 +14,7 @@ namespace rlx::cli {
 
 namespace {
 
-bool is_leaf(const ir::Node& n) {
-  return n.op.kind() == ir::OpKind::Input || n.op.kind() == ir::OpKind::Param;
-}
+bool is_leaf(const ir::Node& n) { return ir::has_trait(n.op.kind(), ir::kFed); }
 bool is_param(const ir::Node& n) { return n.op.kind() == ir::OpKind::Param; }
 const std::string& leaf_name(const ir::Node& n) { return n.op.attrs<ir::LeafAttrs>().name; }
 std::string_view kind_word(bool param) { return param ? "param" : "input"; }

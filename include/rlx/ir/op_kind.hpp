@@ -36,7 +36,6 @@ enum class Family : uint8_t {
   Attention,
   Conv,
   Pool,
-  Composite,
   Spectral,
   Control,
 };
@@ -50,9 +49,18 @@ inline constexpr Traits kCommutative = 1u << 1;       ///< f(a, b) == f(b, a)
 inline constexpr Traits kBoolResult = 1u << 2;        ///< output dtype is bool
 inline constexpr Traits kNonDifferentiable = 1u << 3; ///< no gradient flows through
 inline constexpr Traits kLeaf = 1u << 4;              ///< no inputs; a root of the graph
-inline constexpr Traits kView = 1u << 5;              ///< may alias its input's buffer
+inline constexpr Traits kView = 1u << 5;              ///< its value is its input's bytes
 inline constexpr Traits kSideEffect = 1u << 6;        ///< must not be removed or merged
 inline constexpr Traits kIntegerOk = 1u << 7;         ///< an activation defined on integers too
+inline constexpr Traits kFed = 1u << 8;               ///< its value is given by the caller (leaf)
+/// Has a decomposition into primitives (src/ops/decompose.cpp; passes::decompose applies it);
+/// autodiff differentiates through it unless the op has a closed-form rule.
+inline constexpr Traits kComposite = 1u << 9;
+/// Linear in its floating-point operands: forward mode applies the op to their tangents.
+inline constexpr Traits kLinear = 1u << 10;
+/// No derivative flows through it: piecewise constant (round, floor, ceil, sign), or zero by
+/// definition (stop_gradient).
+inline constexpr Traits kZeroGrad = 1u << 11;
 
 struct OpInfo {
   std::string_view name;
@@ -91,7 +99,7 @@ enum class BinaryOp : uint8_t {
 /// Reductions (Graph::reduce).
 enum class ReduceOp : uint8_t {
 #define OP(E, N, F, A, T, S)
-#define REDUCE(E, R, N) R,
+#define REDUCE(E, R, N, T) R,
 #include "rlx/ir/ops.def"
 };
 
@@ -112,7 +120,7 @@ inline constexpr auto rlx_enum_names(BinaryOp) {
 inline constexpr auto rlx_enum_names(ReduceOp) {
   return std::array{
 #define OP(E, N, F, A, T, S)
-#define REDUCE(E, R, N) std::string_view(#R),
+#define REDUCE(E, R, N, T) std::string_view(#R),
 #include "rlx/ir/ops.def"
   };
 }
