@@ -59,11 +59,12 @@ std::vector<Case> cases() {
         OpKind::Tanh, OpKind::Exp,      OpKind::Neg,        OpKind::Abs,       OpKind::Sin,
         OpKind::Cos,  OpKind::Atan,     OpKind::Round,      OpKind::Floor,     OpKind::Ceil,
         OpKind::Sign, OpKind::Erf,      OpKind::Softplus,   OpKind::HardSwish, OpKind::HardSigmoid,
-        OpKind::Mish, OpKind::Softsign, OpKind::LogSigmoid})
+        OpKind::Mish, OpKind::Softsign, OpKind::LogSigmoid, OpKind::Expm1})
     cs.push_back(op_case(std::string(op_name(k)), un(k), {F({M, N}, -4, 4)}));
   for (OpKind k : {OpKind::Log, OpKind::Sqrt, OpKind::Rsqrt, OpKind::Recip})
     cs.push_back(op_case(std::string(op_name(k)), un(k), {F({M, N}, 0.3, 3)}));
   cs.push_back(op_case("tan", un(OpKind::Tan), {F({M, N}, -1.2, 1.2)}));
+  cs.push_back(op_case("log1p", un(OpKind::Log1p), {F({M, N}, -0.7, 3)}));
   cs.push_back(op_case("leaky_relu", Op(OpKind::LeakyRelu, LeakyReluAttrs{0.2f}), {F({M, N})}));
   cs.push_back(op_case("elu", Op(OpKind::Elu, EluAttrs{0.7f}), {F({M, N})}));
   cs.push_back(op_case("clamp", Op(OpKind::Clamp, ClampAttrs{-0.5, 0.8}), {F({M, N})}));

@@ -142,6 +142,8 @@ RLX_UNARY(HardSigmoid, relu6(x + V(3)) / V(6), sel(x > V(-3) && x < V(3), V(1.0 
 RLX_UNARY(Mish, x* tanh(softplus(x)), d_mish(x))
 RLX_UNARY(Softsign, x / (V(1) + abs(x)), d_softsign(x))
 RLX_UNARY(LogSigmoid, -softplus(-x), sigmoid(-x))
+RLX_UNARY(Log1p, log1p(x), recip(V(1) + x))
+RLX_UNARY(Expm1, expm1(x), y + V(1))
 // Not activations.
 RLX_UNARY_STEP(StopGradient, x)
 RLX_UNARY(Clamp,
