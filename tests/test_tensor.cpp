@@ -250,6 +250,8 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
       {OpKind::Mish, [&] { return rlx::mish(v); }},
       {OpKind::Softsign, [&] { return rlx::softsign(v); }},
       {OpKind::LogSigmoid, [&] { return rlx::log_sigmoid(v); }},
+      {OpKind::Log1p, [&] { return rlx::log1p(v); }},
+      {OpKind::Expm1, [&] { return rlx::expm1(v); }},
       {OpKind::StopGradient, [&] { return rlx::stop_gradient(v); }},
       {OpKind::Cast, [&] { return v.cast(DType::I32); }},
       {OpKind::Clamp, [&] { return v.clamp(0.0, 1.0); }},

@@ -467,6 +467,9 @@ RLX_TENSOR_UNARY(hard_sigmoid)
 RLX_TENSOR_UNARY(mish)
 RLX_TENSOR_UNARY(softsign)
 RLX_TENSOR_UNARY(log_sigmoid)
+/// log(1 + x) and exp(x) - 1, accurate for small x.
+RLX_TENSOR_UNARY(log1p)
+RLX_TENSOR_UNARY(expm1)
 RLX_TENSOR_UNARY(logical_not)
 /// Identity whose gradient is zero (jax.lax.stop_gradient).
 RLX_TENSOR_UNARY(stop_gradient)

@@ -190,6 +190,8 @@ RLX_DEFINE_UNARY(hard_sigmoid, HardSigmoid, true)
 RLX_DEFINE_UNARY(mish, Mish, true)
 RLX_DEFINE_UNARY(softsign, Softsign, true)
 RLX_DEFINE_UNARY(log_sigmoid, LogSigmoid, true)
+RLX_DEFINE_UNARY(log1p, Log1p, true)
+RLX_DEFINE_UNARY(expm1, Expm1, true)
 RLX_DEFINE_UNARY(stop_gradient, StopGradient, false)
 #undef RLX_DEFINE_UNARY
 
