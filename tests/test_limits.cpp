@@ -159,6 +159,22 @@ TEST_CASE("num_heads * head_dim that wraps is a Shape error for attention and ax
   }
 }
 
+TEST_CASE("axial_rope2d's grid and head_dim are checked when the graph is built") {
+  // Found by fuzz_run: the graph verified, then both backends refused it at run time.
+  ir::Graph g("axial");
+  ir::NodeId x = g.input("x", ir::Shape({1, 6, 8}, ir::DType::F32));
+  check_error([&] { g.axial_rope2d(x, 4, 2, 8, 1, 100.f, 1); }, ErrorKind::Shape,
+              "axial_rope2d: sequence length 6 is not a multiple of end_x*end_y (4*2)");
+  check_error([&] { g.axial_rope2d(x, 3, 0, 8, 1, 100.f, 1); }, ErrorKind::Shape,
+              "end_x and end_y must be >= 1");
+  ir::NodeId y = g.input("y", ir::Shape({1, 6, 6}, ir::DType::F32));
+  check_error([&] { g.axial_rope2d(y, 3, 2, 6, 1, 100.f, 1); }, ErrorKind::Shape,
+              "head_dim 6 must be a multiple of 4");
+  // A grid whose product would not fit in int64 is fine on an empty sequence.
+  ir::NodeId e = g.input("e", ir::Shape({1, 0, 8}, ir::DType::F32));
+  g.axial_rope2d(e, int64_t(1) << 62, int64_t(1) << 62, 8, 1, 100.f, 1);
+}
+
 TEST_CASE("products of attributes that leave int64 are Shape errors naming the op") {
   ir::Graph g("attrs");
   // conv2d: weight axis 1 (2^40) * groups (2^24) wraps to 0, the empty input's channels.
@@ -333,6 +349,17 @@ TEST_CASE("read_file refuses devices, FIFOs and directories at once, and files o
               "it is a device");
   // The npy reader goes through it.
   check_error([] { rlx::io::load_npy("/dev/zero"); }, ErrorKind::Io, "it is a device");
+}
+
+TEST_CASE("an empty .npy array with impossibly large other dims is a parse error naming the file") {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, "
+                       "1099511627776), }";
+  header.resize(117, ' ');
+  header += '\n'; // the 10-byte prefix and 118 header bytes end on a 64-byte boundary
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) +
+                      char(header.size() >> 8) + header;
+  check_error([&] { rlx::io::read_npy(bytes, "x.npy"); }, ErrorKind::Parse,
+              "x.npy: npy: shape f32[0,1099511627776,1099511627776] is too large");
 }
 
 TEST_CASE("read_stream stops at its cap") {

@@ -239,6 +239,13 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
     const Dim& last = x.dims()[2];
     if (last.is_static() && last.size() != width)
       shape_error(op, in, "last axis must be num_heads*head_dim = ", width);
+    if (a.head_dim % 4) shape_error(op, in, "head_dim ", a.head_dim, " must be a multiple of 4");
+    if (a.end_x < 1 || a.end_y < 1) shape_error(op, in, "end_x and end_y must be >= 1");
+    // Without forming end_x*end_y (it may not fit): seq % end_x, then (seq / end_x) % end_y.
+    const Dim& seq = x.dims()[1];
+    if (seq.is_static() && (seq.size() % a.end_x || (seq.size() / a.end_x) % a.end_y))
+      shape_error(op, in, "sequence length ", seq.size(), " is not a multiple of end_x*end_y (",
+                  a.end_x, "*", a.end_y, ")");
     return x;
   }
   default:

@@ -100,7 +100,7 @@ public:
 
   MemoryStats stats() {
     std::lock_guard lock(mu_);
-    return {in_use_, cached_, reuses_, fresh_};
+    return {.bytes_in_use = in_use_, .bytes_cached = cached_, .reuses = reuses_, .fresh = fresh_};
   }
 
   void set_limit(std::size_t bytes) {

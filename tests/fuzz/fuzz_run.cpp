@@ -3,6 +3,8 @@
 // on the JIT with the same deterministic inputs. Neither may crash; both succeed or both throw
 // rlx::Error; when both succeed their outputs have the same dtypes and shapes and agree within
 // the tolerances the backends suite uses (NaN equals NaN). An InternalError is a bug.
+// The comparison helpers of the backends suite, without doctest's test registry.
+#define DOCTEST_CONFIG_DISABLE
 #include "support/compare.hpp"
 
 #include <rlx/rlx.hpp>
