@@ -11,6 +11,7 @@
 
 #include "gemm.hpp"
 #include "runtime/thread_pool.hpp"
+#include "support/size_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -71,6 +72,14 @@ public:
 
   void run(const std::byte* const* reads, std::byte* out) const override {
     const Geometry& g = geo_;
+    // Zero-length sequences: empty operands have no storage (null), so no pointer into them may
+    // be formed. No keys leaves every query fully masked: zeros, as in the interpreter.
+    if (g.batch == 0 || g.sq == 0) return;
+    if (g.sk == 0) {
+      std::fill(reinterpret_cast<float*>(out),
+                reinterpret_cast<float*>(out) + g.batch * g.sq * g.width, 0.0f);
+      return;
+    }
     const float* q = reinterpret_cast<const float*>(reads[0]) + g.q_col;
     const float* k = reinterpret_cast<const float*>(reads[1]) + g.k_col;
     const float* v = reinterpret_cast<const float*>(reads[2]) + g.v_col;
@@ -224,9 +233,9 @@ bool attention_handles(const ir::Graph& g, const ir::Node& n) {
     if (!static_f32(g.shape(in))) return false;
   std::vector<int64_t> qs = g.shape(n.inputs[0]).sizes(), ks = g.shape(n.inputs[1]).sizes();
   int64_t heads = a.num_heads, dim = a.head_dim;
-  if (heads < 1 || dim < 1 || qs.size() != 3 || ks.size() != 3 || qs[2] != heads * dim ||
-      ks[2] != qs[2] || ks[0] != qs[0] || g.shape(n.inputs[2]).sizes() != ks ||
-      n.shape.sizes() != qs)
+  if (heads < 1 || dim < 1 || qs.size() != 3 || ks.size() != 3 ||
+      rlx::detail::checked_mul(heads, dim) != qs[2] || ks[2] != qs[2] || ks[0] != qs[0] ||
+      g.shape(n.inputs[2]).sizes() != ks || n.shape.sizes() != qs)
     return false;
   if (a.mask == MaskType::SlidingWindow && a.window < 1) return false;
   if (a.attn_logit_softcap && !(*a.attn_logit_softcap > 0 && std::isfinite(*a.attn_logit_softcap)))

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
+#include <string>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -30,6 +32,9 @@ constexpr std::size_t kMaxEntrySize = std::size_t(1) << 30;
 struct Config {
   std::mutex mu;
   std::optional<std::string> root; ///< unset until first used
+  std::string checked;             ///< the last directory found safe or unsafe (below)
+  bool checked_safe = false;
+  std::set<std::string> warned; ///< unsafe directories already reported
 };
 
 Config& config() {
@@ -68,34 +73,72 @@ uint64_t get_u64(const char* p) {
   return v;
 }
 
-/// Read a whole file; nullopt when it does not exist, an empty reason string on success.
+/// Read exactly n bytes at the file's position; false on an error or a short file.
+bool read_exactly(int fd, char* p, std::size_t n) {
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= std::size_t(r);
+  }
+  return true;
+}
+
+/// Read an entry file; nullopt when it does not exist, an empty reason string on success. Only
+/// a regular file (not a symbolic link, FIFO or device: opening one neither follows it nor
+/// waits) whose size is the one its header gives is read: nothing else is read past the header.
 std::optional<std::vector<char>> read_file(const std::string& path, std::string& error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    if (errno != ENOENT) error = std::string("cannot open: ") + std::strerror(errno);
+    if (errno == ELOOP)
+      error = "a symbolic link, not an entry";
+    else if (errno != ENOENT)
+      error = std::string("cannot open: ") + std::strerror(errno);
     return std::nullopt;
   }
   std::vector<char> data;
   struct stat st{};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0 && std::size_t(st.st_size) <= kMaxEntrySize)
-    data.reserve(std::size_t(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = std::string("cannot read: ") + std::strerror(errno);
-      break;
-    }
-    if (n == 0) break;
-    data.insert(data.end(), buf, buf + n);
-    if (data.size() > kMaxEntrySize) {
-      error = "larger than any entry";
-      break;
+  if (::fstat(fd, &st) != 0) {
+    error = std::string("cannot stat: ") + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    error = "not a regular file";
+  } else if (std::size_t(st.st_size) < kHeaderSize) {
+    error = "shorter than the header";
+  } else if (std::size_t(st.st_size) > kMaxEntrySize) {
+    error = "larger than any entry";
+  } else {
+    data.resize(kHeaderSize);
+    if (!read_exactly(fd, data.data(), kHeaderSize)) {
+      error = "cannot read the header";
+    } else if (get_u64(data.data() + 48) != uint64_t(st.st_size) - kHeaderSize) {
+      error = "truncated or padded payload";
+    } else {
+      data.resize(std::size_t(st.st_size));
+      if (!read_exactly(fd, data.data() + kHeaderSize, data.size() - kHeaderSize))
+        error = "cannot read the payload";
     }
   }
   ::close(fd);
   return data;
+}
+
+/// Why the directory holding entries is unsafe to load code from, or "" when it is not: it
+/// must belong to this user and be writable by nobody else (as ccache and Python's __pycache__
+/// expect), since whoever can write an entry chooses the code rlx runs. A directory that does
+/// not exist (and could not be made) is not unsafe: writes to it fail and are counted.
+std::string unsafe_reason(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  if (!S_ISDIR(st.st_mode)) return "";
+  if (st.st_uid != ::geteuid())
+    return "it belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return std::string("others may write to it (mode ") + mode + ")";
+  }
+  return "";
 }
 
 bool write_all(int fd, const char* p, std::size_t n) {
@@ -140,7 +183,32 @@ void set_root(const std::string& dir) {
 
 std::string directory() {
   std::string r = root();
-  return r.empty() ? r : r + "/" + RLX_VERSION;
+  if (r.empty()) return r;
+  std::string dir = r + "/" + RLX_VERSION;
+  Config& c = config();
+  std::lock_guard lock(c.mu);
+  if (c.checked == dir) return c.checked_safe ? dir : std::string();
+  // Made private to this user when rlx makes it (its parents as usual).
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(r).parent_path(), ec);
+  ::mkdir(r.c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string why = unsafe_reason(r);
+  std::string where = r;
+  if (why.empty()) why = unsafe_reason(dir), where = dir;
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0) { // a verdict to keep (else checked again next time)
+    c.checked = dir;
+    c.checked_safe = why.empty();
+  }
+  if (why.empty()) return dir;
+  if (c.warned.insert(where).second)
+    std::fprintf(stderr,
+                 "rlx: warning: the kernel cache directory '%s' is not safe: %s. Its entries "
+                 "are code rlx runs, so the disk cache is off; make it yours and private "
+                 "(chmod 700) or set RLX_CACHE_DIR to another directory.\n",
+                 where.c_str(), why.c_str());
+  return std::string();
 }
 
 std::string to_hex(std::span<const uint8_t> bytes) {
@@ -211,7 +279,7 @@ bool store(const std::string& dir, const Key& key, std::span<const char> payload
   if (ec) return false;
   std::string path = entry_path(dir, key);
   std::string tmp = path + temp_suffix();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return false;
   std::vector<char> bytes = encode(key, payload);
   bool ok = write_all(fd, bytes.data(), bytes.size());

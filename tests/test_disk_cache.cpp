@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -470,6 +471,126 @@ TEST_CASE("a cache directory that cannot be written is counted and otherwise ign
   CHECK(d.kernels_compiled >= 2);
   CHECK(d.disk_write_errors == d.kernels_compiled);
   CHECK(close_to(got, compute(rlx::Backend::Interp)));
+}
+
+/// A child process that must finish within a minute: a read that hangs (a FIFO waiting for a
+/// writer) fails the test instead of stalling the suite.
+Ran run_bounded(const std::string& env) { return run(child(env + " timeout 60")); }
+
+TEST_CASE("entry paths holding a FIFO, a link to /dev/zero or a directory are rejected at once") {
+  struct Special {
+    const char* name;
+    bool rewritten; ///< rename() replaces it with a valid entry (not a directory)
+    void (*make)(const fs::path& p);
+  };
+  const Special specials[] = {
+      {"a FIFO", true, [](const fs::path& p) { REQUIRE(::mkfifo(p.c_str(), 0600) == 0); }},
+      {"a link to /dev/zero", true, [](const fs::path& p) { fs::create_symlink("/dev/zero", p); }},
+      {"a link to a valid entry", true,
+       [](const fs::path& p) {
+         fs::rename(p.string() + ".saved", p.string() + ".elsewhere");
+         fs::create_symlink(p.string() + ".elsewhere", p);
+       }},
+      {"a directory", false, [](const fs::path& p) { fs::create_directory(p); }}};
+  for (const Special& sp : specials) {
+    SUBCASE(sp.name) {
+      TempDir dir;
+      std::string env = "RLX_CACHE_DIR='" + dir.str() + "'";
+      Ran first = run_bounded(env);
+      REQUIRE_MESSAGE(first.status == 0, first.output);
+      std::vector<fs::path> entries = files_under(dir.path);
+      REQUIRE(entries.size() >= 2);
+      for (const fs::path& p : entries) {
+        fs::rename(p, p.string() + ".saved");
+        sp.make(p);
+        if (fs::exists(p.string() + ".saved")) fs::remove(p.string() + ".saved");
+      }
+      Ran second = run_bounded(env);
+      REQUIRE_MESSAGE(second.status == 0, second.output); // 124: timed out
+      auto kv = parse_counters(second.output);
+      CHECK(num(kv, "disk_rejected") == int64_t(entries.size()));
+      CHECK(num(kv, "disk_hits") == 0);
+      CHECK(num(kv, "kernels_compiled") == int64_t(entries.size()));
+      CHECK(num(kv, "agree") == 1);
+      CHECK(kv.at("checksum") == parse_counters(first.output).at("checksum"));
+      if (!sp.rewritten) continue;
+      for (const fs::path& p : entries) {
+        CHECK_MESSAGE(fs::is_regular_file(fs::symlink_status(p)), p);
+        CHECK(read(p).size() > 64);
+      }
+      Ran third = run_bounded(env);
+      REQUIRE_MESSAGE(third.status == 0, third.output);
+      CHECK(num(parse_counters(third.output), "disk_hits") == int64_t(entries.size()));
+    }
+  }
+}
+
+TEST_CASE("the cache directories rlx makes are private to the user, and so are the entries") {
+  TempDir dir;
+  fs::path root = dir.path / "made" / "by" / "rlx";
+  Ran r = run_bounded("RLX_CACHE_DIR='" + root.string() + "'");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  std::vector<fs::path> entries = files_under(root);
+  REQUIRE(entries.size() >= 2);
+  auto mode = [](const fs::path& p) {
+    struct stat st{};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return st.st_mode & 0777;
+  };
+  CHECK(mode(root) == 0700);
+  CHECK(mode(entries[0].parent_path()) == 0700);
+  for (const fs::path& p : entries) CHECK(mode(p) == 0600);
+}
+
+namespace {
+
+/// The child run with the cache in `root` after `spoil` made the directory unsafe: the disk
+/// cache must be off (nothing loaded, nothing written) with exactly one warning naming why.
+void check_refused(const fs::path& root, const std::string& why) {
+  Ran r = run_bounded("RLX_CACHE_DIR='" + root.string() + "'");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  auto kv = parse_counters(r.output);
+  CHECK(num(kv, "disk_hits") == 0);
+  CHECK(num(kv, "disk_misses") == 0);
+  CHECK(num(kv, "kernels_compiled") >= 2);
+  CHECK(num(kv, "agree") == 1);
+  std::vector<std::string> warnings = lines_with(r.output, "rlx: warning: the kernel cache");
+  REQUIRE_MESSAGE(warnings.size() == 1, r.output);
+  CHECK_MESSAGE(warnings[0].find(why) != npos, warnings[0]);
+  CHECK(warnings[0].find("the disk cache is off") != npos);
+}
+
+} // namespace
+
+TEST_CASE("a cache directory others may write to is refused with one warning, entries unread") {
+  TempDir dir;
+  Ran first = run_bounded("RLX_CACHE_DIR='" + dir.str() + "'");
+  REQUIRE_MESSAGE(first.status == 0, first.output);
+  std::vector<fs::path> entries = files_under(dir.path);
+  REQUIRE(entries.size() >= 2);
+  SUBCASE("the root, mode 0777") {
+    fs::permissions(dir.path, fs::perms::all);
+    check_refused(dir.path, "others may write to it (mode 0777)");
+  }
+  SUBCASE("the version directory holding the entries, mode 0775") {
+    fs::permissions(entries[0].parent_path(), fs::perms::owner_all | fs::perms::group_all |
+                                                  fs::perms::others_read | fs::perms::others_exec);
+    check_refused(dir.path, "others may write to it (mode 0775)");
+  }
+  CHECK(files_under(dir.path) == entries); // nothing rewritten
+}
+
+TEST_CASE("a cache directory that belongs to another user is refused with one warning") {
+  if (::geteuid() == 0) {
+    // As root (CI): give a cache directory to nobody.
+    TempDir dir;
+    REQUIRE(::chown(dir.path.c_str(), 65534, 65534) == 0);
+    check_refused(dir.path, "belongs to another user (uid 65534)");
+    CHECK(files_under(dir.path).empty());
+  } else {
+    // As another user: / belongs to root, and rlx cannot make its directory there.
+    check_refused("/", "belongs to another user (uid 0)");
+  }
 }
 
 TEST_CASE("RLX_LOG=compile prints one line per kernel: name, ops, origin and milliseconds") {

@@ -1,6 +1,7 @@
 // src/frontend/creation.cpp -- zeros, ones, full, arange, linspace, eye, rand, randn.
 #include "frontend/impl.hpp"
 #include "frontend/ops.hpp"
+#include "rlx/memory.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -17,6 +18,23 @@ void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Lo
       fail(ErrorKind::Shape, what, ": negative size in ", ir::dtype_name(dtype), "[", text, "]",
            detail::at_loc(loc));
     }
+  try {
+    (void)Shape::of(sizes, dtype); // a size over 2^48, or more than 2^48 bytes
+  } catch (const Error& e) {
+    throw Error(e.kind(), detail::cat(what, ": ", e.what(), detail::at_loc(loc)));
+  }
+}
+
+/// The length of a 1-d result computed on the host (arange, linspace): at most 2^48 elements
+/// and within the memory limit for its doubles, checked before anything is allocated.
+void check_length(double n, std::string_view what, const Loc& loc) {
+  if (!(n <= double(ir::kMaxDimSize)))
+    fail(ErrorKind::Limit, what, ": ", n, " elements is more than 2^48", detail::at_loc(loc));
+  try {
+    rlx::detail::check_memory_budget(uint64_t(n) * sizeof(double), what);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.what() + detail::at_loc(loc));
+  }
 }
 
 Tensor computed(interp::Buffer b, const Loc& loc) {
@@ -65,6 +83,7 @@ Tensor arange(double start, double stop, double step, DType dtype, Loc loc) {
     fail(ErrorKind::Value, "arange: needs finite start, stop and a nonzero step, got (", start,
          ", ", stop, ", ", step, ")", detail::at_loc(loc));
   double count = std::ceil((stop - start) / step);
+  check_length(count, "arange", loc);
   int64_t n = count > 0 ? int64_t(count) : 0;
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[std::size_t(i)] = start + double(i) * step;
@@ -74,6 +93,7 @@ Tensor arange(double start, double stop, double step, DType dtype, Loc loc) {
 Tensor linspace(double start, double stop, int64_t num, DType dtype, Loc loc) {
   if (num < 0)
     fail(ErrorKind::Value, "linspace: num must be non-negative, got ", num, detail::at_loc(loc));
+  check_length(double(num), "linspace", loc);
   std::vector<double> v(static_cast<std::size_t>(num));
   double step = num > 1 ? (stop - start) / double(num - 1) : 0.0;
   for (int64_t i = 0; i < num; ++i) v[std::size_t(i)] = start + double(i) * step;

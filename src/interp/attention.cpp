@@ -2,6 +2,7 @@
 // Scores, softmax and the weighted sum of values run in double; each output rounds once. A query
 // whose every key is masked (or has a score of -inf) outputs zeros rather than NaN.
 #include "kernels.hpp"
+#include "support/size_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -39,8 +40,9 @@ Buffer attention(const ir::Node& n, Operands in) {
   const Buffer &q = *in[0], &k = *in[1], &v = *in[2];
   int64_t heads = a.num_heads, dim = a.head_dim;
   std::vector<int64_t> qs = q.shape().sizes(), ks = k.shape().sizes();
-  if (heads < 1 || dim < 1 || qs.size() != 3 || ks.size() != 3 || qs[2] != heads * dim ||
-      ks[2] != qs[2] || ks[0] != qs[0] || v.shape().sizes() != ks || n.shape.sizes() != qs)
+  if (heads < 1 || dim < 1 || qs.size() != 3 || ks.size() != 3 ||
+      rlx::detail::checked_mul(heads, dim) != qs[2] || ks[2] != qs[2] || ks[0] != qs[0] ||
+      v.shape().sizes() != ks || n.shape.sizes() != qs)
     fail(ErrorKind::Shape, n.op.name(), ": expects q [B, Sq, ", heads, "*", dim,
          "] and k, v [B, Sk, ", heads, "*", dim, "], got ", ir::short_str(q.shape()), ", ",
          ir::short_str(k.shape()), ", ", ir::short_str(v.shape()));
@@ -135,7 +137,7 @@ Buffer rope(const ir::Node& n, Operands in) {
          " must be a multiple of head_dim ", dim);
   int64_t seq = xs.size() >= 2 ? xs[xs.size() - 2] : 1, width = xs.back(), half = rot / 2;
   for (const Buffer* t : {&cos, &sin})
-    if (t->numel() != seq * half)
+    if (rlx::detail::checked_mul(seq, half) != t->numel())
       fail(ErrorKind::Shape, n.op.name(), ": cos and sin must be [", seq, ", ", half,
            "] (one angle per rotated pair), got ", ir::short_str(t->shape()));
   Buffer out(n.shape);
@@ -166,8 +168,8 @@ Buffer axial_rope(const ir::Node& n, Operands in) {
   const Buffer& x = *in[0];
   std::vector<int64_t> xs = x.shape().sizes();
   int64_t heads = a.num_heads, dim = a.head_dim;
-  if (heads < 1 || dim < 4 || dim % 4 || xs.size() != 3 || xs[2] != heads * dim ||
-      xs != n.shape.sizes())
+  if (heads < 1 || dim < 4 || dim % 4 || xs.size() != 3 ||
+      rlx::detail::checked_mul(heads, dim) != xs[2] || xs != n.shape.sizes())
     fail(ErrorKind::Shape, n.op.name(), ": expects [B, S, ", heads, "*", dim,
          "] with head_dim a multiple of 4, got ", ir::short_str(x.shape()));
   int64_t seq = xs[1];

@@ -296,7 +296,14 @@ interp::Buffer read_npy(std::string_view bytes, std::string_view source) {
   if (have > want)
     error("data is longer than the shape needs: ", want, " bytes expected, got ", have);
 
-  interp::Buffer out(ir::Shape::of(shape->ints, dtype));
+  interp::Buffer out = [&] {
+    try {
+      return interp::Buffer(ir::Shape::of(shape->ints, dtype));
+    } catch (const Error& e) { // an empty shape whose other dims are impossibly large
+      error(e.what());
+      throw;
+    }
+  }();
   if (want) std::memcpy(out.bytes().data(), bytes.data() + data_at, want);
   if (dtype == DType::Bool)
     for (std::byte& b : out.bytes()) b = b != std::byte{0} ? std::byte{1} : std::byte{0};

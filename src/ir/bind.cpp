@@ -23,7 +23,14 @@ Graph Graph::bind(const DimBinding& b) const {
              name, " uses it at ", n.id, " (", n.op.name(), ") : ", to_string(n.shape),
              "; binding ", binding_str(b), ")");
   Graph out = *this;
-  for (Node& n : out.nodes_) n.shape = n.shape.bind(b);
+  for (Node& n : out.nodes_) {
+    try {
+      n.shape = n.shape.bind(b);
+    } catch (const Error& e) { // bound sizes that make more bytes than any tensor may have
+      fail(e.kind(), "bind: binding ", binding_str(b), " at ", n.id, " (", n.op.name(),
+           "): ", e.what());
+    }
+  }
   for (const Node& n : out.nodes_) {
     if (n.inputs.empty()) continue;
     std::vector<Shape> shapes;

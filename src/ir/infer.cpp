@@ -105,6 +105,11 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
     }
   } catch (const detail::DynamicUnknown&) {
     return std::nullopt;
+  } catch (const Error& e) {
+    // Rules throw Shape and Type errors naming the op; a Dim or Shape they make throws Value or
+    // Limit (a size out of range) without knowing the op: name it here.
+    if (e.kind() != ErrorKind::Limit && e.kind() != ErrorKind::Value) throw;
+    fail(e.kind(), op.name(), ": ", e.what(), " (operands ", detail::shapes_str(in), ")");
   }
   return std::nullopt;
 }

@@ -252,7 +252,11 @@ Shape parse_shape(const JsonValue& v, const std::string& path) {
   const JsonValue& dt = expect(required(dtype_v, path, "dtype"), JK::String, dtype_path);
   auto dtype = parse_dtype(dt.s);
   if (!dtype) path_fail(dtype_path, "unknown dtype " + quoted(dt.s));
-  return Shape(std::move(out), *dtype);
+  try {
+    return Shape(std::move(out), *dtype);
+  } catch (const Error& e) { // more bytes than any tensor may have
+    path_fail(path, e.what());
+  }
 }
 
 /// A node id referenced from `path` (an integer >= 0; the caller checks its upper bound).

@@ -2,6 +2,8 @@
 #include "rlx/ir/shape.hpp"
 
 #include "rlx/error.hpp"
+#include "rlx/ir/lir.hpp"
+#include "support/size_math.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -87,13 +89,35 @@ bool Shape::is_static() const {
   return std::all_of(dims_.begin(), dims_.end(), [](const Dim& d) { return d.is_static(); });
 }
 
+void Shape::check_size() const {
+  int64_t per = int64_t(ir::size_bytes(dtype_));
+  int64_t nonzero = per;
+  for (const Dim& d : dims_) {
+    if (d.is_dynamic() || d.size() == 0) continue;
+    std::optional<int64_t> p = rlx::detail::checked_mul(nonzero, d.size());
+    if (!p || *p > kMaxTensorBytes) {
+      // The size for the message, in floating point: it may not fit in any integer type.
+      double bytes = double(per);
+      for (const Dim& e : dims_)
+        if (e.is_static() && e.size() != 0) bytes *= double(e.size());
+      std::string size =
+          bytes < 0x1p63 ? human_bytes(uint64_t(bytes)) : rlx::detail::cat(bytes, " B");
+      fail(ErrorKind::Limit, "shape ", short_str(*this), " is too large: ", size,
+           " (one tensor may hold at most 2^48 bytes = 256 TiB, empty ones counting their "
+           "nonzero dims)");
+    }
+    nonzero = *p;
+  }
+}
+
 std::optional<int64_t> Shape::num_elements() const {
   int64_t n = 1;
   for (const Dim& d : dims_) {
     if (d.is_dynamic()) return std::nullopt;
-    if (d.size() != 0 && n > (int64_t(1) << 62) / d.size())
-      fail(ErrorKind::Value, "shape ", short_str(*this), " has too many elements");
-    n *= d.size();
+    // check_size keeps the product of the nonzero dims within kMaxTensorBytes.
+    std::optional<int64_t> p = rlx::detail::checked_mul(n, d.size());
+    RLX_CHECK(p, "element count of ", short_str(*this), " overflows");
+    n = *p;
   }
   return n;
 }
@@ -115,6 +139,7 @@ Shape Shape::with_dim(std::size_t i, Dim d) const {
   RLX_CHECK(i < rank(), "with_dim ", i, " of rank ", rank());
   Shape s = *this;
   s.dims_[i] = d;
+  s.check_size();
   return s;
 }
 
@@ -132,6 +157,7 @@ Shape Shape::bind(const DimBinding& b) const {
   for (Dim& d : s.dims_)
     if (d.is_dynamic())
       if (auto size = b.get(d.symbol())) d = Dim(*size);
+  s.check_size();
   return s;
 }
 
@@ -170,8 +196,11 @@ DimBinding DimBinding::from_pairs(std::span<const std::pair<uint32_t, int64_t>> 
 
 DimBinding DimBinding::batch_seq(int64_t batch, int64_t seq) {
   DimBinding b;
-  b.set(sym::kBatch, batch).set(sym::kSeq, seq).set(sym::kRows, batch * seq);
-  return b;
+  b.set(sym::kBatch, batch).set(sym::kSeq, seq);
+  std::optional<int64_t> rows = rlx::detail::checked_mul(batch, seq);
+  if (!rows || *rows > kMaxDimSize)
+    fail(ErrorKind::Bind, "bind: batch ", batch, " * seq ", seq, " is out of range [0, 2^48]");
+  return b.set(sym::kRows, *rows);
 }
 
 DimBinding& DimBinding::set(uint32_t symbol, int64_t size) {

@@ -185,6 +185,7 @@ private:
   }
 
   Shape parse_shape() {
+    Token open = tok_;
     expect(K::LBracket, "to open the shape");
     std::vector<Dim> dims;
     while (tok_.kind != K::RBracket) {
@@ -220,7 +221,11 @@ private:
       error("unknown dtype '" + tok_.text + "' (expected one of " + names + ")");
     }
     bump();
-    return Shape(std::move(dims), *dtype);
+    try {
+      return Shape(std::move(dims), *dtype);
+    } catch (const Error& e) { // more bytes than any tensor may have
+      error_at(open, e.what());
+    }
   }
 
   AttrValue parse_value(int depth) {

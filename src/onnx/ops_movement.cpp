@@ -3,6 +3,7 @@
 // DepthToSpace, SpaceToDepth; Shape, Size, Constant, ConstantOfShape, Range, EyeLike, Trilu,
 // OneHot; Dropout at inference.
 #include "importer.hpp"
+#include "support/size_math.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -263,9 +264,13 @@ void tile(Ctx& c) {
   std::vector<int64_t> inter, target, out;
   for (std::size_t k = 0; k < dims.size(); ++k) {
     if (reps[k] < 0) fail(ErrorKind::Value, "negative repeat");
+    std::optional<int64_t> n = rlx::detail::checked_mul(reps[k], dims[k]);
+    if (!n || *n > ir::kMaxDimSize)
+      fail(ErrorKind::Limit, "repeats ", reps[k], " of axis ", k, " (size ", dims[k],
+           ") make more than 2^48 elements");
     inter.insert(inter.end(), {1, dims[k]});
     target.insert(target.end(), {reps[k], dims[k]});
-    out.push_back(reps[k] * dims[k]);
+    out.push_back(*n);
   }
   NodeId y = c.g.expand(c.g.reshape_(c.in(0), inter), target);
   c.out(0, c.g.reshape_(y, out));

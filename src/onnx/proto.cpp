@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace rlx::onnx {
 
@@ -73,6 +74,9 @@ interp::Buffer tensor_to_buffer(const ::onnx::TensorProto& t, std::string_view s
     dims.push_back(d);
   }
   const std::size_t es = ir::size_bytes(*dtype);
+  if (numel > ir::kMaxTensorBytes / int64_t(es))
+    fail(ErrorKind::Parse, what, ": ", numel, " elements of ", ir::dtype_name(*dtype),
+         " are more than 2^48 bytes");
   auto count_error = [&](std::string_view field, int64_t have) {
     fail(ErrorKind::Parse, what, ": ", field, " holds ", have, " values for ",
          ir::short_str(ir::Shape::of(dims, *dtype)), " (", numel, " elements)");
@@ -86,58 +90,53 @@ interp::Buffer tensor_to_buffer(const ::onnx::TensorProto& t, std::string_view s
       for (std::byte& x : b.bytes()) x = std::byte(x != std::byte{0});
     return b;
   }
-  // Typed fields: complex64 holds two floats per element.
+  // Typed fields: complex64 holds two floats per element. The count is checked before the buffer
+  // is allocated: a few bytes of dims must not allocate terabytes.
   int64_t per = *dtype == DType::C64 ? 2 : 1;
-  auto check = [&](std::string_view field, int size) {
+  std::optional<interp::Buffer> b;
+  auto check = [&](std::string_view field, int size) -> interp::Buffer& {
     if (int64_t(size) != numel * per) count_error(field, size / per);
+    return b.emplace(interp::Buffer::uninitialized(ir::Shape::of(dims, *dtype)));
   };
   // Fields a reader could confuse: values there for another dtype are an error, not ignored.
-  interp::Buffer b = interp::Buffer::uninitialized(ir::Shape::of(dims, *dtype));
   switch (*dtype) {
   case DType::F32:
   case DType::C64:
-    check("float_data", t.float_data_size());
-    copy_typed(b, t.float_data(), std::size_t(per), store_as<float>());
+    copy_typed(check("float_data", t.float_data_size()), t.float_data(), std::size_t(per),
+               store_as<float>());
     break;
   case DType::F64:
-    check("double_data", t.double_data_size());
-    copy_typed(b, t.double_data(), 1, store_as<double>());
+    copy_typed(check("double_data", t.double_data_size()), t.double_data(), 1, store_as<double>());
     break;
   case DType::I64:
-    check("int64_data", t.int64_data_size());
-    copy_typed(b, t.int64_data(), 1, store_as<int64_t>());
+    copy_typed(check("int64_data", t.int64_data_size()), t.int64_data(), 1, store_as<int64_t>());
     break;
   case DType::U32:
-    check("uint64_data", t.uint64_data_size());
-    copy_typed(b, t.uint64_data(), 1, store_as<uint32_t>());
+    copy_typed(check("uint64_data", t.uint64_data_size()), t.uint64_data(), 1,
+               store_as<uint32_t>());
     break;
   case DType::I32:
-    check("int32_data", t.int32_data_size());
-    copy_typed(b, t.int32_data(), 1, store_as<int32_t>());
+    copy_typed(check("int32_data", t.int32_data_size()), t.int32_data(), 1, store_as<int32_t>());
     break;
   case DType::I16:
-    check("int32_data", t.int32_data_size());
-    copy_typed(b, t.int32_data(), 1, store_as<int16_t>());
+    copy_typed(check("int32_data", t.int32_data_size()), t.int32_data(), 1, store_as<int16_t>());
     break;
   case DType::F16:
   case DType::BF16: // the bit patterns, one per int32
-    check("int32_data", t.int32_data_size());
-    copy_typed(b, t.int32_data(), 1, store_as<uint16_t>());
+    copy_typed(check("int32_data", t.int32_data_size()), t.int32_data(), 1, store_as<uint16_t>());
     break;
   case DType::I8:
-    check("int32_data", t.int32_data_size());
-    copy_typed(b, t.int32_data(), 1, store_as<int8_t>());
+    copy_typed(check("int32_data", t.int32_data_size()), t.int32_data(), 1, store_as<int8_t>());
     break;
   case DType::U8:
-    check("int32_data", t.int32_data_size());
-    copy_typed(b, t.int32_data(), 1, store_as<uint8_t>());
+    copy_typed(check("int32_data", t.int32_data_size()), t.int32_data(), 1, store_as<uint8_t>());
     break;
   case DType::Bool:
-    check("int32_data", t.int32_data_size());
-    copy_typed(b, t.int32_data(), 1, [](std::byte* dst, int32_t v) { *dst = std::byte(v != 0); });
+    copy_typed(check("int32_data", t.int32_data_size()), t.int32_data(), 1,
+               [](std::byte* dst, int32_t v) { *dst = std::byte(v != 0); });
     break;
   }
-  return b;
+  return std::move(*b);
 }
 
 ValueDef value_def(const ::onnx::ValueInfoProto& v, std::string_view source) {

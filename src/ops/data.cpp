@@ -1,5 +1,6 @@
 // src/ops/data.cpp -- shape rules of the reduce, scan, movement and index families.
 #include "infer_common.hpp"
+#include "support/size_math.hpp"
 
 #include <algorithm>
 
@@ -152,10 +153,13 @@ std::optional<Shape> infer_movement(const Op& op, std::span<const Shape> in) {
           shape_error(op, in, "operands differ on axis ", i, " (", p.size(), " != ", q.size(), ")");
       }
       const Dim& d = s.dims()[std::size_t(axis)];
-      if (d.is_dynamic())
+      if (d.is_dynamic()) {
         dynamic = true;
-      else
-        total += d.size();
+      } else {
+        std::optional<int64_t> sum = rlx::detail::checked_add(total, d.size());
+        if (!sum || *sum > kMaxDimSize) shape_error(op, in, "the concatenated axis exceeds 2^48");
+        total = *sum;
+      }
     }
     if (dynamic) throw DynamicUnknown{};
     return x.with_dim(std::size_t(axis), Dim(total));

@@ -1,5 +1,6 @@
 // src/ops/nn.cpp -- shape rules of the contract, norm, attention, conv and pool families.
 #include "infer_common.hpp"
+#include "support/size_math.hpp"
 
 namespace rlx::ir::detail {
 
@@ -25,6 +26,17 @@ Shape matmul_rule(const Op& op, std::span<const Shape> in, const Shape& a, const
   if (a.rank() >= 2) dims.push_back(a.dims()[a.rank() - 2]);
   if (b.rank() >= 2) dims.push_back(b.dims().back());
   return Shape(std::move(dims), a.dtype());
+}
+
+/// num_heads * head_dim, both >= 1, or a shape error when the product leaves [1, 2^48] (it is
+/// compared with an axis; a wrapped product could match one).
+int64_t heads_times_dim(const Op& op, std::span<const Shape> in, int64_t num_heads,
+                        int64_t head_dim) {
+  if (num_heads < 1 || head_dim < 1) shape_error(op, in, "num_heads and head_dim must be >= 1");
+  std::optional<int64_t> width = rlx::detail::checked_mul(num_heads, head_dim);
+  if (!width || *width > kMaxDimSize)
+    shape_error(op, in, "num_heads*head_dim = ", num_heads, "*", head_dim, " exceeds 2^48");
+  return *width;
 }
 
 void require_float(const Op& op, std::span<const Shape> in, std::size_t i) {
@@ -65,16 +77,20 @@ Shape conv_out(const Op& op, std::span<const Shape> in, const Shape& x, const Sh
   int64_t w0 = static_size(w.dims()[0]), w1 = static_size(w.dims()[1]);
   if (c % groups)
     shape_error(op, in, "input channels ", c, " do not divide into ", groups, " groups");
+  // w1 <= 2^48 and groups <= 2^24: the product needs more than int64 (2^72).
+  std::optional<int64_t> w1_groups = rlx::detail::checked_mul(w1, groups);
+  if (!w1_groups || *w1_groups > kMaxDimSize)
+    shape_error(op, in, "weight axis 1 (", w1, ") times groups (", groups, ") exceeds 2^48");
   int64_t c_out;
   if (!transpose) {
-    if (w1 * groups != c)
-      shape_error(op, in, "weight expects ", w1 * groups, " input channels, the input has ", c);
+    if (*w1_groups != c)
+      shape_error(op, in, "weight expects ", *w1_groups, " input channels, the input has ", c);
     if (w0 % groups)
       shape_error(op, in, "output channels ", w0, " do not divide into ", groups, " groups");
     c_out = w0;
   } else {
     if (w0 != c) shape_error(op, in, "weight expects ", w0, " input channels, the input has ", c);
-    c_out = w1 * groups;
+    c_out = *w1_groups;
   }
   std::vector<Dim> dims{Dim(n), Dim(c_out)};
   for (std::size_t i = 0; i < sp; ++i) {
@@ -169,13 +185,12 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
     bool has_mask = a.mask == MaskType::Custom || a.mask == MaskType::Bias;
     if (in.size() != (has_mask ? 4u : 3u))
       shape_error(op, in, "takes ", has_mask ? 4 : 3, " inputs with mask ", enum_name(a.mask));
-    if (a.num_heads < 1 || a.head_dim < 1)
-      shape_error(op, in, "num_heads and head_dim must be >= 1");
+    int64_t width = heads_times_dim(op, in, a.num_heads, a.head_dim);
     for (std::size_t i = 0; i < 3; ++i) {
       if (in[i].rank() != 3) shape_error(op, in, "q, k and v must be [batch, seq, heads*head_dim]");
       const Dim& last = in[i].dims()[2];
-      if (last.is_static() && last.size() != a.num_heads * a.head_dim)
-        shape_error(op, in, "last axis must be num_heads*head_dim = ", a.num_heads * a.head_dim);
+      if (last.is_static() && last.size() != width)
+        shape_error(op, in, "last axis must be num_heads*head_dim = ", width);
     }
     require_float(op, in, 0);
     if (!shapes_compatible(in[1], in[2])) shape_error(op, in, "k and v must have the same shape");
@@ -205,7 +220,11 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
     require_float(op, in, 0);
     if (x.rank() >= 2 && x.dims()[x.rank() - 2].is_static()) {
       int64_t n_rot = a.n_rot == 0 ? a.head_dim : a.n_rot;
-      Dim pairs(x.dims()[x.rank() - 2].size() * (n_rot / 2));
+      std::optional<int64_t> n_pairs =
+          rlx::detail::checked_mul(x.dims()[x.rank() - 2].size(), n_rot / 2);
+      if (!n_pairs || *n_pairs > kMaxDimSize)
+        shape_error(op, in, "seq * n_rot/2 exceeds 2^48 (n_rot ", n_rot, ")");
+      Dim pairs(*n_pairs);
       check_vector(op, in, 1, pairs, "cos ([seq, n_rot/2])");
       check_vector(op, in, 2, pairs, "sin ([seq, n_rot/2])");
     }
@@ -216,9 +235,17 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
   case OpKind::AxialRope2d: {
     const auto& a = op.attrs<AxialRopeAttrs>();
     if (x.rank() != 3) shape_error(op, in, "expects [batch, seq, heads*head_dim]");
+    int64_t width = heads_times_dim(op, in, a.num_heads, a.head_dim);
     const Dim& last = x.dims()[2];
-    if (last.is_static() && last.size() != a.num_heads * a.head_dim)
-      shape_error(op, in, "last axis must be num_heads*head_dim");
+    if (last.is_static() && last.size() != width)
+      shape_error(op, in, "last axis must be num_heads*head_dim = ", width);
+    if (a.head_dim % 4) shape_error(op, in, "head_dim ", a.head_dim, " must be a multiple of 4");
+    if (a.end_x < 1 || a.end_y < 1) shape_error(op, in, "end_x and end_y must be >= 1");
+    // Without forming end_x*end_y (it may not fit): seq % end_x, then (seq / end_x) % end_y.
+    const Dim& seq = x.dims()[1];
+    if (seq.is_static() && (seq.size() % a.end_x || (seq.size() / a.end_x) % a.end_y))
+      shape_error(op, in, "sequence length ", seq.size(), " is not a multiple of end_x*end_y (",
+                  a.end_x, "*", a.end_y, ")");
     return x;
   }
   default:
@@ -279,7 +306,7 @@ std::optional<Shape> infer_conv_pool(const Op& op, std::span<const Shape> in) {
     std::vector<Dim> dims{x.dims()[0], x.dims()[1]};
     for (std::size_t i = 0; i < 2; ++i) {
       int64_t k = a.kernel_size[i], s = a.stride[i], p = a.padding[i];
-      if (k < 1 || s < 1 || p < 0 || 2 * p > k || k > kMaxConvParam || s > kMaxConvParam)
+      if (k < 1 || s < 1 || p < 0 || p > k / 2 || k > kMaxConvParam || s > kMaxConvParam)
         shape_error(op, in, "needs kernel, stride >= 1 and 0 <= padding <= kernel/2");
       int64_t len = static_size(x.dims()[2 + i]);
       if (len + 2 * p < k) shape_error(op, in, "the window does not fit spatial axis ", i);

@@ -1,13 +1,25 @@
-// src/support/memory.cpp -- Storage and the process-wide pool of large blocks.
+// src/support/memory.cpp -- Storage, the process-wide pool of large blocks, the memory limit.
 #include "rlx/memory.hpp"
 
+#include "rlx/error.hpp"
+#include "rlx/ir/lir.hpp"
+
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace rlx {
 
@@ -88,7 +100,7 @@ public:
 
   MemoryStats stats() {
     std::lock_guard lock(mu_);
-    return {in_use_, cached_, reuses_, fresh_};
+    return {.bytes_in_use = in_use_, .bytes_cached = cached_, .reuses = reuses_, .fresh = fresh_};
   }
 
   void set_limit(std::size_t bytes) {
@@ -124,18 +136,74 @@ Pool& pool() {
   return *p;
 }
 
+constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max();
+
+std::size_t physical_memory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return kNoLimit;
+  return std::size_t(pages) * std::size_t(page);
+}
+
+std::size_t limit_from_environment() {
+  const char* env = std::getenv("RLX_MAX_MEMORY");
+  if (env == nullptr || *env == '\0') return physical_memory();
+  if (std::string_view(env) == "off") return kNoLimit;
+  if (std::optional<std::size_t> n = detail::parse_byte_size(env)) return *n;
+  std::fprintf(stderr,
+               "rlx: warning: RLX_MAX_MEMORY='%s' is not a size (bytes, or 8G, 512M, ...); "
+               "using the physical memory as the limit\n",
+               env);
+  return physical_memory();
+}
+
+std::atomic<std::size_t>& limit_bytes() {
+  static std::atomic<std::size_t> limit{limit_from_environment()};
+  return limit;
+}
+
+/// Bytes of all live storage (pooled blocks by their size class).
+std::atomic<std::size_t> g_live{0};
+
+std::string limit_str(std::size_t limit) {
+  return limit == kNoLimit ? std::string("none") : ir::human_bytes(limit);
+}
+
+/// Count n more live bytes, or throw ErrorKind::Limit (counting nothing) when they would pass
+/// the limit.
+void reserve(std::size_t n) {
+  std::size_t limit = limit_bytes().load(std::memory_order_relaxed);
+  std::size_t before = n > limit ? 0 : g_live.fetch_add(n, std::memory_order_relaxed);
+  if (n <= limit && before <= limit - n) return;
+  if (n <= limit) g_live.fetch_sub(n, std::memory_order_relaxed);
+  std::size_t in_use = g_live.load(std::memory_order_relaxed);
+  fail(ErrorKind::Limit, "memory limit: a tensor of ", ir::human_bytes(n), " does not fit (",
+       ir::human_bytes(in_use), " in use, limit ", limit_str(limit),
+       "); raise the limit with RLX_MAX_MEMORY (e.g. RLX_MAX_MEMORY=64G) or "
+       "set_memory_limit(bytes) in C++");
+}
+
 std::byte* allocate(std::size_t n) {
   if (n == 0) return nullptr;
-  if (n < kPooledMin) return static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlign)));
-  return pool().take(size_class(n));
+  // Requests too large for a size class are over any limit; reserve() rejects them.
+  std::size_t counted = n < kPooledMin || n > (kNoLimit >> 2) ? n : size_class(n);
+  reserve(counted);
+  try {
+    if (n < kPooledMin) return static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlign)));
+    return pool().take(counted);
+  } catch (...) {
+    g_live.fetch_sub(counted, std::memory_order_relaxed);
+    throw;
+  }
 }
 
 void deallocate(std::byte* p, std::size_t n) {
   if (!p) return;
   if (n < kPooledMin) {
+    g_live.fetch_sub(n, std::memory_order_relaxed);
     ::operator delete(p, n, std::align_val_t(kAlign));
     return;
   }
+  g_live.fetch_sub(size_class(n), std::memory_order_relaxed);
   pool().give(p, size_class(n));
 }
 
@@ -171,7 +239,47 @@ bool operator==(const Storage& a, const Storage& b) {
   return a.size_ == b.size_ && (a.size_ == 0 || std::memcmp(a.data_, b.data_, a.size_) == 0);
 }
 
-MemoryStats memory_stats() { return pool().stats(); }
+MemoryStats memory_stats() {
+  MemoryStats s = pool().stats();
+  s.bytes_live = g_live.load(std::memory_order_relaxed);
+  return s;
+}
+
+void set_memory_limit(std::size_t bytes) { limit_bytes().store(bytes); }
+std::size_t memory_limit() { return limit_bytes().load(); }
+
+namespace detail {
+
+void check_memory_budget(uint64_t bytes, std::string_view what) {
+  std::size_t limit = memory_limit();
+  if (bytes <= limit) return;
+  fail(ErrorKind::Limit, what, " needs ", ir::human_bytes(bytes), ", over the memory limit of ",
+       limit_str(limit),
+       "; raise the limit with RLX_MAX_MEMORY (e.g. RLX_MAX_MEMORY=64G) or "
+       "set_memory_limit(bytes) in C++");
+}
+
+std::optional<std::size_t> parse_byte_size(std::string_view text) {
+  double value = -1;
+  const char* end = text.data() + text.size();
+  auto [rest, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
+  if (ec != std::errc() || !(value >= 0)) return std::nullopt;
+  std::string unit(rest, end);
+  for (char& c : unit) c = char(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (!unit.empty()) {
+    std::size_t power = std::string_view("kmgt").find(unit[0]);
+    if (power == std::string_view::npos) return std::nullopt;
+    scale = std::ldexp(1.0, 10 * int(power + 1));
+    unit.erase(0, 1);
+    if (unit != "" && unit != "b" && unit != "ib") return std::nullopt; // 8G, 8GB, 8GiB
+  }
+  double bytes = std::floor(value * scale);
+  if (!(bytes < 0x1p63)) return std::nullopt;
+  return std::size_t(bytes);
+}
+
+} // namespace detail
 void release_cached_memory() { pool().release(); }
 void set_memory_pool_limit(std::size_t bytes) { pool().set_limit(bytes); }
 

@@ -33,8 +33,9 @@ not_ok() { # not_ok DESCRIPTION DETAIL...
 }
 
 # run_rlx ARGS...: run the tool; stdout in $tmp/stdout, stderr in $tmp/stderr, status in $status.
+# A run that hangs (a read that never ends) is stopped after a minute: status 124.
 run_rlx() {
-  "$rlx" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+  timeout 60 "$rlx" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
   status=$?
 }
 
@@ -270,6 +271,56 @@ expect_error "unknown top-level option" 2 "unknown option '--frob'" --frob
 expect_error "help for an unknown command" 2 "unknown command 'frob'" help frob
 expect_error "compare: bad tolerance" 2 "--rtol" compare mlp_x.npy mlp_x.npy --rtol nan
 expect_error "compare: one file" 2 "expected two .npy files" compare mlp_x.npy
+# ---- hardening (issue 20): files that are not regular, impossible sizes, the memory limit
+mkfifo "$tmp/fifo"
+start=$SECONDS
+expect_error "check /dev/zero fails at once: a device is not read" 1 \
+  "cannot read '/dev/zero': it is a device" check /dev/zero
+expect_error "check of a FIFO without a writer fails at once" 1 "it is a FIFO" check "$tmp/fifo"
+expect_error "check of a directory" 1 "it is a directory" check "$tmp"
+expect_error "run --in from /dev/zero" 1 "it is a device" run mlp.rlx --in x=/dev/zero \
+  --param w=mlp_w.npy --param b=mlp_b.npy --out "$tmp/e"
+if [ $((SECONDS - start)) -lt 30 ]; then ok "devices and FIFOs are refused within seconds"
+else not_ok "devices and FIFOs are refused within seconds" "took $((SECONDS - start)) s"; fi
+cat >"$tmp/expand.rlx" <<'GRAPH'
+graph @g {
+  %0 = input("x") : [1, 1] f32
+  %1 = expand(%0, target_shape=[2147483648, 2147483648]) : [2147483648, 2147483648] f32
+  return %1
+}
+GRAPH
+expect_error "a shape of 2^64 bytes is refused, not wrapped" 1 \
+  "f32[2147483648,2147483648] is too large" check "$tmp/expand.rlx"
+cat >"$tmp/heads.rlx" <<'GRAPH'
+graph @g {
+  %0 = input("q") : [1, 2, 8] f32
+  %1 = attention(%0, %0, %0, num_heads=4611686018427387906, head_dim=4) : [1, 2, 8] f32
+  return %1
+}
+GRAPH
+expect_error "num_heads*head_dim that wraps to the width is refused" 1 \
+  "num_heads*head_dim = 4611686018427387906*4 exceeds 2^48" check "$tmp/heads.rlx"
+cat >"$tmp/big.rlx" <<'GRAPH'
+graph @big {
+  %0 = input("x") : [3] f32
+  %1 = reshape(%0, new_shape=[3, 1]) : [3, 1] f32
+  %2 = expand(%1, target_shape=[3, 1431655765]) : [3, 1431655765] f32
+  %3 = exp(%2) : [3, 1431655765] f32
+  return %3
+}
+GRAPH
+for backend in interp jit; do
+  RLX_MAX_MEMORY=8G expect_error "a graph needing 16 GiB is over RLX_MAX_MEMORY=8G ($backend)" 1 \
+    "RLX_MAX_MEMORY" run "$tmp/big.rlx" --in x=x_rank1.npy --backend $backend --out "$tmp/e"
+  if grep -qF "16 GiB" "$tmp/stderr" && grep -qF "limit 8 GiB" "$tmp/stderr"; then
+    ok "the memory error names the size and the limit ($backend)"
+  else not_ok "the memory error names the size and the limit ($backend)"; fi
+done
+RLX_MAX_MEMORY=lots expect_ok "a malformed RLX_MAX_MEMORY is a warning" run mlp.rlx \
+  "${mlp_feeds[@]}" --out "$tmp/warned"
+if grep -qF "RLX_MAX_MEMORY='lots' is not a size" "$tmp/stderr"; then
+  ok "the warning names the variable and its value"
+else not_ok "the warning names the variable and its value"; fi
 run_rlx
 if [ "$status" -eq 2 ] && grep -qF "usage: rlx" "$tmp/stderr"; then
   ok "no arguments: usage on stderr, status 2"

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <rlx/io/npy.hpp>
+#include <rlx/memory.hpp>
 #include <rlx/onnx.hpp>
 #include <rlx/runtime.hpp>
 
@@ -193,4 +194,58 @@ TEST_CASE("onnx: every node-test model, truncated and garbled at fixed points, n
     }
   }
   CHECK(imported > 200); // the unmodified models that need no load-time inputs import
+}
+
+TEST_CASE(
+    "onnx: ~100-byte models whose Expand, Tile or ConstantOfShape make 2^64 bytes are errors") {
+  const int64_t big = int64_t(1) << 31;
+  struct Case {
+    const char* test;
+    const char* operand;
+    Buffer value;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"test_expand_dim_changed", "new_shape", Buffer::i64({3}, std::vector<int64_t>{big, 3, big}),
+       "expand: shape f32[2147483648,3,2147483648] is too large"},
+      {"test_constantofshape_int_zeros", "x", Buffer::i64({2}, std::vector<int64_t>{big, big}),
+       "[2147483648,2147483648] is too large"},
+      {"test_tile", "y", Buffer::i64({4}, std::vector<int64_t>{int64_t(1) << 62, 1, 1, 1}),
+       "repeats 4611686018427387904 of axis 0 (size 2) make more than 2^48 elements"}};
+  for (const Case& c : cases) {
+    CAPTURE(c.test);
+    std::string bytes = read_file(kNode / c.test / "model.onnx");
+    REQUIRE(!bytes.empty());
+    CHECK(bytes.size() < 200);
+    rlx::onnx::LoadOptions o;
+    o.input_values[c.operand] = c.value;
+    std::string err = import_error(bytes, o);
+    INFO(err);
+    CHECK(err.find(c.needle) != std::string::npos);
+  }
+}
+
+TEST_CASE("onnx: a tensor's value count is checked before its buffer is allocated") {
+  // TensorProto{dims: [1024, 1024], data_type: FLOAT} without values: 4 MiB, over a 1 MiB limit.
+  std::string few("\x08\x80\x08\x08\x80\x08\x10\x01", 8);
+  // dims [2^22, 2^22]: 64 TiB of floats from 12 bytes.
+  std::string huge("\x08\x80\x80\x80\x02\x08\x80\x80\x80\x02\x10\x01", 12);
+  std::size_t saved = rlx::memory_limit();
+  rlx::set_memory_limit(std::size_t(1) << 20);
+  for (const std::string& t : {few, huge}) {
+    try {
+      rlx::onnx::read_tensor(t, "t.pb");
+      FAIL("read");
+    } catch (const rlx::Error& e) {
+      INFO(e.what());
+      CHECK(e.kind() == rlx::ErrorKind::Parse);
+      CHECK(std::string(e.what()).find("float_data holds 0 values") != std::string::npos);
+    }
+  }
+  rlx::set_memory_limit(saved);
+  // dims [2^24, 2^24] of floats are 2^50 bytes: more than any tensor may have.
+  std::string impossible("\x08\x80\x80\x80\x08\x08\x80\x80\x80\x08\x10\x01", 12);
+  CHECK_THROWS_WITH_AS(rlx::onnx::read_tensor(impossible, "t.pb"),
+                       doctest::Contains("t.pb: 281474976710656 elements of f32 are more than"),
+                       rlx::Error);
 }

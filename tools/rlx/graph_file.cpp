@@ -21,11 +21,7 @@
 namespace rlx::cli {
 
 std::string read_file(const std::string& path) {
-  if (path == "-") {
-    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-    if (std::cin.bad()) fail(ErrorKind::Io, "cannot read standard input");
-    return text;
-  }
+  if (path == "-") return io::read_stream(std::cin, "standard input");
   return io::read_file(path);
 }
 

@@ -26,6 +26,11 @@ inline constexpr uint32_t kPastSeq = 3;
 
 /// Largest size a single dimension may have (keeps byte counts far from int64 overflow).
 inline constexpr int64_t kMaxDimSize = int64_t(1) << 48;
+/// Most bytes one tensor may have (256 TiB: more than any machine holds). A static shape over it
+/// is an ErrorKind::Limit error where it is made, so element counts, byte counts and strides of
+/// every Shape fit in int64. Empty shapes count too: the product of their nonzero dims times
+/// the dtype's size must stay within it, as numpy requires of empty arrays.
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
 
 /// The id of a named dynamic symbol; the same name always gives the same id in a process.
 uint32_t symbol_id(std::string_view name);
@@ -64,12 +69,15 @@ std::ostream& operator<<(std::ostream& os, const Dim& d);
 
 class DimBinding;
 
-/// Dims plus a dtype (the dtype lives on the shape, as in the original).
+/// Dims plus a dtype (the dtype lives on the shape, as in the original). Its static dims hold at
+/// most kMaxTensorBytes: every constructor checks (ErrorKind::Limit).
 class Shape {
 public:
   Shape() = default;
-  Shape(std::vector<Dim> dims, DType dtype) : dims_(std::move(dims)), dtype_(dtype) {}
-  Shape(std::initializer_list<Dim> dims, DType dtype) : dims_(dims), dtype_(dtype) {}
+  Shape(std::vector<Dim> dims, DType dtype) : dims_(std::move(dims)), dtype_(dtype) {
+    check_size();
+  }
+  Shape(std::initializer_list<Dim> dims, DType dtype) : dims_(dims), dtype_(dtype) { check_size(); }
   static Shape of(std::span<const int64_t> dims, DType dtype);
   static Shape scalar(DType dtype) { return Shape(std::vector<Dim>{}, dtype); }
 
@@ -82,6 +90,7 @@ public:
   bool is_static() const;
   /// Product of the dims; nullopt when any dim is dynamic.
   std::optional<int64_t> num_elements() const;
+  /// num_elements() times the dtype's size (at most kMaxTensorBytes).
   std::optional<int64_t> size_bytes() const;
   /// The static sizes; InternalError when any dim is dynamic.
   std::vector<int64_t> sizes() const;
@@ -96,6 +105,9 @@ public:
   friend bool operator==(const Shape&, const Shape&) = default;
 
 private:
+  /// ErrorKind::Limit when the static dims (dynamic ones are skipped) exceed kMaxTensorBytes.
+  void check_size() const;
+
   std::vector<Dim> dims_;
   DType dtype_ = DType::F32;
 };
