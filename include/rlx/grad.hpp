@@ -25,9 +25,6 @@ namespace rlx {
 
 namespace detail {
 
-/// The traced function's body: placeholders in, flattened outputs out.
-using TraceBody = std::function<std::vector<Tensor>(std::span<const Tensor>)>;
-
 /// [loss, d/d args[argnums[0]], ...] (src/frontend/grad.cpp).
 std::vector<Tensor> grad_call(std::span<const Tensor> args, const TraceBody& body,
                               std::span<const int> argnums, const Loc& loc);
