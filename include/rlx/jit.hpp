@@ -107,6 +107,14 @@ template <class A, class B> struct Outputs<std::pair<A, B>> {
 
 template <class> using AsTensor = Tensor;
 
+/// Whether F can be called with one Tensor per argument type A (each convertible to Tensor).
+template <class F, class... A>
+concept CallableOnTensors =
+    (std::convertible_to<const A&, Tensor> && ...) && std::is_invocable_v<const F&, AsTensor<A>...>;
+/// What F returns when called so.
+template <class F, class... A>
+using TensorResult = std::remove_cvref_t<std::invoke_result_t<const F&, AsTensor<A>...>>;
+
 } // namespace detail
 
 /// The callable rlx::jit returns; copies share one cache.
@@ -116,10 +124,9 @@ public:
       : f_(std::move(f)), core_(std::make_shared<detail::JitCore>(std::move(options), loc)) {}
 
   template <class... A>
-    requires((std::convertible_to<const A&, Tensor> && ...) &&
-             std::is_invocable_v<const F&, detail::AsTensor<A>...>)
+    requires detail::CallableOnTensors<F, A...>
   auto operator()(const A&... args) const {
-    using R = std::remove_cvref_t<std::invoke_result_t<const F&, detail::AsTensor<A>...>>;
+    using R = detail::TensorResult<F, A...>;
     std::array<Tensor, sizeof...(A)> in{Tensor(args)...};
     auto body = [this](std::span<const Tensor> ph) {
       return [&]<std::size_t... I>(std::index_sequence<I...>) {
