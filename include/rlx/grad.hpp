@@ -25,9 +25,6 @@ namespace rlx {
 
 namespace detail {
 
-/// The traced function's body: placeholders in, flattened outputs out.
-using TraceBody = std::function<std::vector<Tensor>(std::span<const Tensor>)>;
-
 /// [loss, d/d args[argnums[0]], ...] (src/frontend/grad.cpp).
 std::vector<Tensor> grad_call(std::span<const Tensor> args, const TraceBody& body,
                               std::span<const int> argnums, const Loc& loc);
@@ -87,8 +84,7 @@ public:
       : f_(std::move(f)), argnums_(std::move(argnums)), loc_(loc) {}
 
   template <class... A>
-    requires((std::convertible_to<const A&, Tensor> && ...) &&
-             std::is_invocable_v<const F&, detail::AsTensor<A>...>)
+    requires detail::CallableOnTensors<F, A...>
   auto operator()(const A&... args) const {
     std::array<Tensor, sizeof...(A)> in{Tensor(args)...};
     std::vector<Tensor> r = detail::grad_call(in, detail::body_of(f_), argnums_, loc_);
@@ -142,10 +138,9 @@ template <class F> class VmapFn {
 public:
   VmapFn(F f, Loc loc) : f_(std::move(f)), loc_(loc) {}
   template <class... A>
-    requires((std::convertible_to<const A&, Tensor> && ...) &&
-             std::is_invocable_v<const F&, detail::AsTensor<A>...>)
+    requires detail::CallableOnTensors<F, A...>
   auto operator()(const A&... args) const {
-    using R = std::remove_cvref_t<std::invoke_result_t<const F&, detail::AsTensor<A>...>>;
+    using R = detail::TensorResult<F, A...>;
     std::array<Tensor, sizeof...(A)> in{Tensor(args)...};
     return detail::Outputs<R>::unflatten(detail::vmap_call(in, detail::body_of(f_), loc_));
   }

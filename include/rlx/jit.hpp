@@ -8,7 +8,9 @@
 // is specialized with Graph::bind and compiled once (a binding seen before is a cache hit).
 // Scalars and tensors captured by the function are baked into the trace. Reading a traced value
 // on the host (item, to_vector, data) inside the function is an rlx::Error naming the line.
-// Traces are per thread; the compiled cache is shared and safe to call from many threads.
+// Traces are per thread; the compiled cache is shared and safe to call from many threads. A
+// jitted function that calls itself inside its own trace (with untraced arguments) is an
+// rlx::Error naming the line of rlx::jit, not a deadlock.
 #pragma once
 
 #include "rlx/runtime.hpp"
@@ -50,12 +52,16 @@ struct JitStats {
 
 namespace detail {
 
+/// A traced function's body: placeholders in, flattened outputs out.
+using TraceBody = std::function<std::vector<Tensor>(std::span<const Tensor>)>;
+
 /// The type-erased machinery behind Jitted (src/frontend/jit.cpp).
 class JitCore {
 public:
-  explicit JitCore(JitOptions options);
+  /// `loc`: where rlx::jit was called (named by errors about the function itself).
+  JitCore(JitOptions options, Loc loc);
   ~JitCore();
-  using Body = std::function<std::vector<Tensor>(std::span<const Tensor>)>;
+  using Body = TraceBody;
   /// Run `body` through the cache for these arguments; returns the flattened outputs.
   std::vector<Tensor> call(std::span<const Tensor> args, const Body& body);
   JitStats stats() const;
@@ -101,19 +107,26 @@ template <class A, class B> struct Outputs<std::pair<A, B>> {
 
 template <class> using AsTensor = Tensor;
 
+/// Whether F can be called with one Tensor per argument type A (each convertible to Tensor).
+template <class F, class... A>
+concept CallableOnTensors =
+    (std::convertible_to<const A&, Tensor> && ...) && std::is_invocable_v<const F&, AsTensor<A>...>;
+/// What F returns when called so.
+template <class F, class... A>
+using TensorResult = std::remove_cvref_t<std::invoke_result_t<const F&, AsTensor<A>...>>;
+
 } // namespace detail
 
 /// The callable rlx::jit returns; copies share one cache.
 template <class F> class Jitted {
 public:
-  Jitted(F f, JitOptions options)
-      : f_(std::move(f)), core_(std::make_shared<detail::JitCore>(std::move(options))) {}
+  Jitted(F f, JitOptions options, Loc loc = Loc::current())
+      : f_(std::move(f)), core_(std::make_shared<detail::JitCore>(std::move(options), loc)) {}
 
   template <class... A>
-    requires((std::convertible_to<const A&, Tensor> && ...) &&
-             std::is_invocable_v<const F&, detail::AsTensor<A>...>)
+    requires detail::CallableOnTensors<F, A...>
   auto operator()(const A&... args) const {
-    using R = std::remove_cvref_t<std::invoke_result_t<const F&, detail::AsTensor<A>...>>;
+    using R = detail::TensorResult<F, A...>;
     std::array<Tensor, sizeof...(A)> in{Tensor(args)...};
     auto body = [this](std::span<const Tensor> ph) {
       return [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -133,8 +146,9 @@ private:
 };
 
 /// Trace `f` (a function of Tensors returning a Tensor, a vector, pair or tuple of Tensors).
-template <class F> Jitted<std::decay_t<F>> jit(F&& f, JitOptions options = {}) {
-  return Jitted<std::decay_t<F>>(std::forward<F>(f), std::move(options));
+template <class F>
+Jitted<std::decay_t<F>> jit(F&& f, JitOptions options = {}, Loc loc = Loc::current()) {
+  return Jitted<std::decay_t<F>>(std::forward<F>(f), std::move(options), loc);
 }
 
 } // namespace rlx

@@ -306,10 +306,12 @@ void eval(const Ts&... ts) {
   eval(std::span<const Tensor>(list));
 }
 
-/// Record a node built by any Graph builder: `build` receives a scratch graph in which the
-/// operands are Input nodes (ids in order) and returns the result node. Every node it appends
-/// that the result depends on is recorded; shape and dtype errors are thrown now. This is how
-/// every op below is written, and how user code reaches builders without a Tensor function.
+/// Record a node built by any Graph builder: `build` receives a graph whose first node ids are
+/// the operands (in order) and returns the result node. Every node it appends becomes a lazy
+/// value at once (the graph hands them to a recorder, ir::NodeSink: len(), shape(id) and every
+/// builder work on it, node(id) does not); shape and dtype errors are thrown now, and a builder
+/// may not add Input or Param nodes. This is how every op below is written, and how user code
+/// reaches builders without a Tensor function.
 using BuildFn = std::function<ir::NodeId(ir::Graph&, std::span<const ir::NodeId>)>;
 Tensor apply(std::span<const Tensor> operands, const BuildFn& build, Loc loc = Loc::current());
 Tensor apply(std::initializer_list<Tensor> operands, const BuildFn& build,

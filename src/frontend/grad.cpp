@@ -1,6 +1,7 @@
 // src/frontend/grad.cpp -- rlx::grad, value_and_grad, jvp and vmap on Tensor functions: trace the
-// function (as rlx::jit does), transform the traced graph (rlx/autodiff.hpp), and record the
-// transformed graph into the caller's lazy DAG with the real arguments as its leaves.
+// function (trace_graph, as rlx::jit does), transform the traced graph (rlx/autodiff.hpp), and
+// record the transformed graph into the caller's lazy DAG (a Recorder) with the real arguments
+// as its leaves.
 #include "frontend/impl.hpp"
 
 #include "rlx/autodiff.hpp"
@@ -25,72 +26,48 @@ void check_args(std::span<const Tensor> args, std::string_view what, const Loc& 
 }
 
 /// Trace body on placeholders of the given shapes.
-TracedGraph trace(std::span<const Shape> shapes, const TraceBody& body, std::string_view what,
-                  const Loc& loc) {
-  TraceScope scope;
-  std::vector<Tensor> ph = make_placeholders(shapes, scope.id());
-  std::vector<Tensor> outs = body(ph);
-  for (std::size_t i = 0; i < outs.size(); ++i)
-    check_defined(outs[i], std::string(what) + " output " + std::to_string(i), loc);
-  return extract_trace(ph, outs, scope.id(), std::string(what));
+ExtractedGraph trace(std::span<const Shape> shapes, const TraceBody& body, std::string_view what,
+                     const Loc& loc) {
+  return trace_graph(shapes, body, std::string(what), what, loc);
 }
 
 /// The leaves every traced graph has: its arguments and the tensors it captured.
-Leaves leaves_of(std::span<const Tensor> args, const TracedGraph& t) {
+Leaves leaves_of(std::span<const Tensor> args, const ExtractedGraph& t) {
   Leaves leaves;
   for (std::size_t i = 0; i < args.size(); ++i) leaves["arg" + std::to_string(i)] = args[i];
-  for (std::size_t j = 0; j < t.captured.size(); ++j) {
+  for (std::size_t j = 0; j < t.leaves.size(); ++j) {
     auto impl = std::make_shared<TensorImpl>();
-    impl->shape = t.captured[j]->shape();
-    impl->buffer = t.captured[j];
+    impl->shape = t.leaves[j]->shape();
+    impl->buffer = t.leaves[j];
     leaves["c" + std::to_string(j)] = Tensor(std::move(impl));
   }
   return leaves;
 }
 
-/// Record g into the lazy DAG: its Inputs and Params are the named tensors.
+/// Record g into the lazy DAG through a Recorder: its Inputs and Params are the named tensors
+/// (the recorder's operands, in graph order), every other node is appended as it is.
 std::vector<Tensor> apply_graph(const ir::Graph& g, const Leaves& leaves, const Loc& loc) {
-  uint64_t trace = 0;
-  for (const auto& [name, t] : leaves) {
-    uint64_t tr = t.impl()->trace;
-    if (tr != 0 && !trace_active(tr))
-      fail(ErrorKind::Trace,
-           "a tensor traced inside rlx::jit was used after its trace ended (it escaped the "
-           "jitted function, e.g. through a captured variable)",
-           at_loc(loc));
-    trace = std::max(trace, tr);
-  }
-  std::vector<std::shared_ptr<TensorImpl>> map(g.len());
+  std::vector<Tensor> operands;
+  std::vector<ir::NodeId> ids(g.len());
   for (const ir::Node& n : g.nodes()) {
-    if (ir::has_trait(n.op.kind(), ir::kFed)) {
-      auto it = leaves.find(n.op.attrs<ir::LeafAttrs>().name);
-      RLX_CHECK(it != leaves.end(), "transform: no tensor for leaf ",
-                n.op.attrs<ir::LeafAttrs>().name);
-      map[n.id.index] = it->second.impl();
-      continue;
-    }
-    auto impl = std::make_shared<TensorImpl>();
-    impl->shape = n.shape;
-    impl->op = n.op;
-    impl->loc = loc;
-    impl->trace = trace;
-    uint64_t pending = 1;
-    for (ir::NodeId in : n.inputs) {
-      impl->inputs.push_back(map[in.index]);
-      pending += map[in.index]->pending;
-    }
-    impl->pending = std::min<uint64_t>(pending, uint64_t(1) << 40);
-    map[n.id.index] = std::move(impl);
+    if (!ir::has_trait(n.op.kind(), ir::kFed)) continue;
+    auto it = leaves.find(n.op.attrs<ir::LeafAttrs>().name);
+    RLX_CHECK(it != leaves.end(), "transform: no tensor for leaf ",
+              n.op.attrs<ir::LeafAttrs>().name);
+    ids[n.id.index] = ir::NodeId(uint32_t(operands.size()));
+    operands.push_back(it->second);
   }
-  std::vector<Tensor> outs;
-  for (ir::NodeId o : g.outputs) outs.emplace_back(map[o.index]);
-  if (trace == 0) {
-    std::vector<std::shared_ptr<TensorImpl>> big;
-    for (const Tensor& t : outs)
-      if (t.impl()->pending > kAutoEvalNodes) big.push_back(t.impl());
-    if (!big.empty()) materialize(big, loc);
+  Recorder rec(operands, loc);
+  for (const ir::Node& n : g.nodes()) {
+    if (ir::has_trait(n.op.kind(), ir::kFed)) continue;
+    std::vector<ir::NodeId> in;
+    in.reserve(n.inputs.size());
+    for (ir::NodeId x : n.inputs) in.push_back(ids[x.index]);
+    ids[n.id.index] = rec.append(n.op, std::move(in), n.shape, loc);
   }
-  return outs;
+  std::vector<ir::NodeId> outs;
+  for (ir::NodeId o : g.outputs) outs.push_back(ids[o.index]);
+  return rec.results(outs);
 }
 
 std::vector<Shape> shapes_of(std::span<const Tensor> args) {
@@ -120,7 +97,7 @@ std::vector<Tensor> grad_call(std::span<const Tensor> args, const TraceBody& bod
            "; gradients are taken with respect to floating-point tensors", at_loc(loc));
   }
   std::vector<Shape> shapes = shapes_of(args);
-  TracedGraph t = trace(shapes, body, "grad", loc);
+  ExtractedGraph t = trace(shapes, body, "grad", loc);
   if (t.graph.outputs.size() != 1)
     fail(ErrorKind::Value, "grad: the function must return one tensor (the loss), it returned ",
          t.graph.outputs.size(), at_loc(loc));
@@ -150,7 +127,7 @@ std::vector<Tensor> jvp_call(std::span<const Tensor> primals, std::span<const Te
            " and its tangent ", ir::short_str(tangents[i].shape()),
            "; they must be floating-point tensors of one shape", at_loc(loc));
   std::vector<Shape> shapes = shapes_of(primals);
-  TracedGraph t = trace(shapes, body, "jvp", loc);
+  ExtractedGraph t = trace(shapes, body, "jvp", loc);
   std::vector<ir::NodeId> wrt;
   for (std::size_t i = 0; i < primals.size(); ++i)
     wrt.push_back(*t.graph.input_id("arg" + std::to_string(i)));
@@ -176,7 +153,7 @@ std::vector<Tensor> vmap_call(std::span<const Tensor> args, const TraceBody& bod
     shapes.emplace_back(std::vector<ir::Dim>(s.dims().begin() + 1, s.dims().end()), s.dtype());
     names.push_back("arg" + std::to_string(i));
   }
-  TracedGraph t = trace(shapes, body, "vmap", loc);
+  ExtractedGraph t = trace(shapes, body, "vmap", loc);
   ir::Graph gb = autodiff::vmap(t.graph, names, batch);
   return apply_graph(gb, leaves_of(args, t), loc);
 }

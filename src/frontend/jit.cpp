@@ -2,8 +2,8 @@
 //
 // A call's signature is each argument's dtype, rank and sizes, with the sizes named by
 // JitOptions::dynamic_dims replaced by symbols. A new signature runs the user's function once on
-// placeholder tensors (the trace); the recorded values become a graph whose Input nodes are the
-// arguments (in order) and whose Param nodes are the computed tensors the function captured.
+// placeholder tensors (trace_graph); the recorded values become a graph whose Input nodes are
+// the arguments (in order) and whose Param nodes are the computed tensors the function captured.
 // Each binding of the symbols is specialized with Graph::bind and compiled (through the process
 // cache); later calls with that binding run the executable directly.
 #include "frontend/impl.hpp"
@@ -11,42 +11,14 @@
 #include "rlx/jit.hpp"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <span>
-#include <unordered_map>
 
 namespace rlx::detail {
 
 namespace {
-
-/// A vector whose first N elements live inside it (no allocation for the usual few).
-template <class T, std::size_t N> class SmallVec {
-public:
-  void push_back(T v) {
-    if (size_ < N)
-      inline_[size_] = v;
-    else {
-      if (size_ == N) heap_.assign(inline_.begin(), inline_.end());
-      heap_.push_back(v);
-    }
-    ++size_;
-  }
-  void clear() {
-    size_ = 0;
-    heap_.clear();
-  }
-  std::span<const T> span() const {
-    return size_ <= N ? std::span<const T>(inline_.data(), size_) : std::span<const T>(heap_);
-  }
-
-private:
-  std::array<T, N> inline_{};
-  std::size_t size_ = 0;
-  std::vector<T> heap_;
-};
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
@@ -63,73 +35,12 @@ struct Entry {
 
 } // namespace
 
-/// Record the graph of `outs` (values of trace `trace` over `placeholders`).
-TracedGraph extract_trace(const std::vector<Tensor>& placeholders, const std::vector<Tensor>& outs,
-                          uint64_t trace, const std::string& name) {
-  TracedGraph t;
-  ir::Graph& g = t.graph;
-  g.name = name;
-  std::unordered_map<const TensorImpl*, ir::NodeId> ids;
-  for (std::size_t i = 0; i < placeholders.size(); ++i) {
-    const TensorImpl* p = placeholders[i].impl().get();
-    ids[p] = g.input("arg" + std::to_string(i), p->shape);
-  }
-  std::lock_guard lock(eval_mutex());
-  std::vector<std::pair<TensorImpl*, std::size_t>> stack;
-  for (const Tensor& out : outs) {
-    stack.emplace_back(out.impl().get(), 0);
-    while (!stack.empty()) {
-      auto& [impl, next] = stack.back();
-      if (ids.count(impl)) {
-        stack.pop_back();
-        continue;
-      }
-      if (impl->trace != 0 && impl->trace != trace)
-        fail(ErrorKind::Trace,
-             "rlx::jit: the function returned or used a tensor traced by another rlx::jit call "
-             "(it escaped its trace)",
-             at_loc(impl->loc));
-      if (impl->buffer) {
-        ids[impl] = g.param("c" + std::to_string(t.captured.size()), impl->shape);
-        t.captured.push_back(impl->buffer);
-        stack.pop_back();
-        continue;
-      }
-      if (next < impl->inputs.size()) {
-        TensorImpl* in = impl->inputs[next++].get();
-        if (!ids.count(in)) stack.emplace_back(in, 0);
-        continue;
-      }
-      std::vector<ir::NodeId> in_ids;
-      for (const auto& in : impl->inputs) in_ids.push_back(ids.at(in.get()));
-      RLX_CHECK(impl->op.has_value(), "a pending tensor has no op");
-      ids[impl] = g.append_node(*impl->op, std::move(in_ids), impl->shape, std::nullopt, impl->loc);
-      stack.pop_back();
-    }
-  }
-  std::vector<ir::NodeId> out_ids;
-  for (const Tensor& out : outs) out_ids.push_back(ids.at(out.impl().get()));
-  g.set_outputs(std::move(out_ids));
-  return t;
-}
-
-std::vector<Tensor> make_placeholders(std::span<const Shape> shapes, uint64_t trace) {
-  std::vector<Tensor> placeholders;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    auto p = std::make_shared<TensorImpl>();
-    p->shape = shapes[i];
-    p->op = ir::Op(ir::OpKind::Input, ir::LeafAttrs{"arg" + std::to_string(i)});
-    p->trace = trace;
-    p->arg = int32_t(i);
-    p->loc = Loc::current();
-    placeholders.emplace_back(std::move(p));
-  }
-  return placeholders;
-}
-
 struct JitCore::State {
   JitOptions options;
-  std::mutex build_mu; // serializes tracing and compiling for this function
+  Loc loc; // where rlx::jit was called
+  // Serializes tracing and compiling for this function. A FrameMutex: a host that abandons
+  // the frames of a trace (rlx::frames_abandoned) gets it released.
+  FrameMutex build_mu;
   std::map<std::string, std::shared_ptr<Entry>> entries;
   std::shared_ptr<Entry> last;
   // The previous call's argument shapes (exact) and what they resolved to: a call with the same
@@ -141,10 +52,23 @@ struct JitCore::State {
   std::atomic<int64_t> calls{0}, cache_hits{0};
   mutable std::mutex stats_mu;
   JitStats stats;
+
+  /// The build lock; an rlx::Error when this thread holds it already: the function was called
+  /// again inside its own trace, and waiting for itself would hang.
+  std::unique_lock<FrameMutex> lock_build() {
+    if (build_mu.held_by_this_thread())
+      fail(ErrorKind::Trace,
+           "rlx::jit: the jitted function was called again while it was being traced (a "
+           "recursive call with untraced arguments, last_graph() inside it, or a trace a host "
+           "abandoned without rlx::frames_abandoned()); recurse in the plain function instead",
+           at_loc(loc));
+    return std::unique_lock(build_mu);
+  }
 };
 
-JitCore::JitCore(JitOptions options) : state_(std::make_unique<State>()) {
+JitCore::JitCore(JitOptions options, Loc loc) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
+  state_->loc = loc;
 }
 JitCore::~JitCore() = default;
 
@@ -157,7 +81,7 @@ JitStats JitCore::stats() const {
 }
 
 std::optional<ir::Graph> JitCore::last_graph() const {
-  std::lock_guard lock(state_->build_mu);
+  auto lock = state_->lock_build();
   if (!state_->last) return std::nullopt;
   return state_->last->graph;
 }
@@ -167,7 +91,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
   st.calls.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < args.size(); ++i) // the message is built only for a failure
     if (!args[i].defined())
-      check_defined(args[i], "rlx::jit argument " + std::to_string(i), Loc::current());
+      check_defined(args[i], "rlx::jit argument " + std::to_string(i), st.loc);
   // Inside another trace: trace through (the outer jit compiles the whole thing).
   for (const Tensor& a : args)
     if (a.is_traced()) return body(args);
@@ -226,19 +150,14 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     for (const Shape& s : shapes) key += ir::short_str(s) + ";";
 
     {
-      std::lock_guard lock(st.build_mu);
+      auto lock = st.lock_build();
       auto it = st.entries.find(key);
       if (it == st.entries.end()) {
         auto t0 = Clock::now();
-        TraceScope scope;
-        std::vector<Tensor> placeholders = make_placeholders(shapes, scope.id());
-        std::vector<Tensor> outs = body(placeholders);
-        for (std::size_t i = 0; i < outs.size(); ++i)
-          check_defined(outs[i], "rlx::jit output " + std::to_string(i), Loc::current());
+        ExtractedGraph t = trace_graph(shapes, body, st.options.name, "rlx::jit", st.loc);
         auto e = std::make_shared<Entry>();
-        TracedGraph t = extract_trace(placeholders, outs, scope.id(), st.options.name);
         e->graph = std::move(t.graph);
-        e->captured = std::move(t.captured);
+        e->captured = std::move(t.leaves);
         e->symbols = e->graph.dynamic_symbols();
         it = st.entries.emplace(key, std::move(e)).first;
         std::lock_guard slock(st.stats_mu);
@@ -279,7 +198,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     }
   };
   {
-    std::lock_guard lock(st.build_mu);
+    auto lock = st.lock_build();
     if (st.fast_exe && std::ranges::equal(st.fast_shapes, exact.span())) {
       entry = st.fast_entry;
       exe = st.fast_exe;
@@ -289,7 +208,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     st.cache_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     resolve();
-    std::lock_guard lock(st.build_mu);
+    auto lock = st.lock_build();
     st.fast_shapes.assign(exact.span().begin(), exact.span().end());
     st.fast_entry = entry;
     st.fast_exe = exe;

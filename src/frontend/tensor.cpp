@@ -1,18 +1,15 @@
-// src/frontend/tensor.cpp -- Tensor handles, recording ops (apply), tracing state, printing.
+// src/frontend/tensor.cpp -- Tensor handles: queries, reading data, printing, .npy files.
 #include "frontend/format.hpp"
 #include "frontend/impl.hpp"
 
 #include "rlx/io/npy.hpp"
 
-#include <algorithm>
-#include <atomic>
-
 namespace rlx {
 
 namespace detail {
 
-std::mutex& eval_mutex() {
-  static std::mutex mu;
+FrameMutex& eval_mutex() {
+  static FrameMutex mu;
   return mu;
 }
 
@@ -23,19 +20,6 @@ std::shared_ptr<TensorImpl> make_computed(interp::Buffer buffer, Loc loc) {
   impl->loc = loc;
   return impl;
 }
-
-namespace {
-thread_local std::vector<uint64_t> t_traces;
-std::atomic<uint64_t> g_next_trace{1};
-} // namespace
-
-bool trace_active(uint64_t id) {
-  return std::find(t_traces.begin(), t_traces.end(), id) != t_traces.end();
-}
-uint64_t current_trace() { return t_traces.empty() ? 0 : t_traces.back(); }
-
-TraceScope::TraceScope() : id_(g_next_trace.fetch_add(1)) { t_traces.push_back(id_); }
-TraceScope::~TraceScope() { t_traces.pop_back(); }
 
 void check_defined(const Tensor& t, std::string_view what, const Loc& loc) {
   if (!t.defined())
@@ -155,65 +139,6 @@ std::string Tensor::str(Loc loc) const {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
 Tensor Tensor::operator[](int64_t i) const { return index({TensorIndex(i)}, Loc::current()); }
-
-// ---- Recording
-
-Tensor apply(std::span<const Tensor> operands, const BuildFn& build, Loc loc) {
-  ir::Graph g("apply");
-  std::vector<ir::NodeId> ids;
-  ids.reserve(operands.size());
-  uint64_t trace = 0;
-  for (std::size_t i = 0; i < operands.size(); ++i) {
-    const Tensor& t = operands[i];
-    detail::check_defined(t, "operand", loc);
-    uint64_t tr = t.impl()->trace;
-    if (tr != 0) {
-      if (!detail::trace_active(tr))
-        fail(ErrorKind::Trace,
-             "a tensor traced inside rlx::jit was used after its trace ended (it escaped the "
-             "jitted function, e.g. through a captured variable)",
-             detail::at_loc(loc));
-      trace = std::max(trace, tr); // inner traces have larger ids
-    }
-    ids.push_back(g.input("x" + std::to_string(i), t.shape(), loc));
-  }
-  ir::NodeId r = build(g, ids);
-  std::size_t n = operands.size();
-  if (r.index < n) return operands[r.index]; // the builder returned an operand unchanged
-  // Record every node the result depends on.
-  std::vector<char> need(g.len(), 0);
-  need[r.index] = 1;
-  for (std::size_t i = r.index + 1; i-- > n;)
-    if (need[i])
-      for (ir::NodeId in : g.node(ir::NodeId(uint32_t(i))).inputs) need[in.index] = 1;
-  std::vector<std::shared_ptr<TensorImpl>> map(g.len());
-  for (std::size_t i = 0; i < n; ++i) map[i] = operands[i].impl();
-  for (std::size_t i = n; i <= r.index; ++i) {
-    if (!need[i]) continue;
-    const ir::Node& node = g.node(ir::NodeId(uint32_t(i)));
-    auto impl = std::make_shared<TensorImpl>();
-    impl->shape = node.shape;
-    impl->op = node.op;
-    impl->loc = loc;
-    impl->trace = trace;
-    uint64_t pending = 1;
-    for (ir::NodeId in : node.inputs) {
-      const auto& src = map[in.index];
-      impl->inputs.push_back(src);
-      pending += src->pending;
-    }
-    impl->pending = std::min<uint64_t>(pending, uint64_t(1) << 40);
-    map[i] = std::move(impl);
-  }
-  Tensor result(map[r.index]);
-  if (trace == 0 && result.impl()->pending > detail::kAutoEvalNodes)
-    detail::materialize(std::span(&result.impl(), 1), loc);
-  return result;
-}
-
-Tensor apply(std::initializer_list<Tensor> operands, const BuildFn& build, Loc loc) {
-  return apply(std::span<const Tensor>(operands.begin(), operands.size()), build, loc);
-}
 
 // ---- Files
 

@@ -61,9 +61,9 @@ NodeId Graph::linear_bias(NodeId input, NodeId weight, std::optional<NodeId> bia
     NodeId product = mm(input, weight, loc);
     if (!bias) return product;
     NodeId sum = add(product, *bias, loc);
-    const Shape &p = nodes_[product.index].shape, &s = nodes_[sum.index].shape;
+    const Shape &p = shape(product), &s = shape(sum);
     if (!shapes_compatible(s, p))
-      fail(ErrorKind::Shape, "linear_bias: bias ", short_str(nodes_[bias->index].shape),
+      fail(ErrorKind::Shape, "linear_bias: bias ", short_str(shape(*bias)),
            " must broadcast to the product ", short_str(p), " without changing it (got ",
            short_str(s), ")", rlx::detail::at_loc(loc));
     return sum;
@@ -278,9 +278,9 @@ NodeId Graph::avg_pool2d(NodeId input, Ints2 kernel_size, Ints2 stride, Ints2 pa
 NodeId Graph::resample_last(NodeId x, int64_t l_out, InterpMode mode, bool align_corners,
                             std::string_view what, const Loc& loc) {
   const std::string at = rlx::detail::at_loc(loc);
-  if (x.index >= nodes_.size())
+  if (x.index >= len())
     fail(ErrorKind::Value, what, ": operand ", x, " is not in graph @", name, at);
-  const Shape xs = nodes_[x.index].shape; // a copy: appending below moves nodes_
+  const Shape xs = shape(x); // a copy: appending below moves the nodes
   if (xs.rank() == 0) fail(ErrorKind::Shape, what, ": needs rank >= 1, got ", short_str(xs), at);
   if (!is_float(xs.dtype()))
     fail(ErrorKind::Type, what, ": needs a floating-point operand, got ", short_str(xs), at);
@@ -314,9 +314,9 @@ NodeId Graph::interpolate1d(NodeId x, int64_t l_out, InterpMode mode, Loc loc) {
 
 NodeId Graph::interpolate3d(NodeId x, Ints3 out_dhw, InterpMode mode, bool align_corners, Loc loc) {
   const std::string at = rlx::detail::at_loc(loc);
-  if (x.index >= nodes_.size())
+  if (x.index >= len())
     fail(ErrorKind::Value, "interpolate3d: operand ", x, " is not in graph @", name, at);
-  const Shape xs = nodes_[x.index].shape;
+  const Shape xs = shape(x);
   if (xs.rank() != 5)
     fail(ErrorKind::Shape, "interpolate3d: expects [N, C, D, H, W], got ", short_str(xs), at);
   if (!is_float(xs.dtype()))

@@ -18,17 +18,38 @@ SourceLoc to_source_loc(const Loc& loc) {
 } // namespace
 
 void Graph::check_id(NodeId id, std::string_view what) const {
-  if (id.index >= nodes_.size())
-    fail(ErrorKind::Value, what, ": node ", id, " is not in graph @", name, " (it has ",
-         nodes_.size(), " nodes)");
+  if (id.index >= len())
+    fail(ErrorKind::Value, what, ": node ", id, " is not in graph @", name, " (it has ", len(),
+         " nodes)");
+}
+
+void Graph::check_stored(std::string_view what) const {
+  if (sink_)
+    fail(ErrorKind::Unsupported, what, ": graph @", name,
+         " hands its nodes to a recorder (the graph rlx::apply gives builders); only len(), "
+         "shape(id) and the builders work on it");
+}
+
+const Shape& Graph::sink_shape(NodeId id) const {
+  check_id(id, "shape");
+  return sink_->shape(id);
+}
+
+void Graph::truncate(std::size_t mark) {
+  if (sink_)
+    sink_->truncate(mark);
+  else
+    nodes_.erase(nodes_.begin() + std::ptrdiff_t(mark), nodes_.end());
 }
 
 const Node& Graph::node(NodeId id) const {
+  check_stored("node");
   check_id(id, "node");
   return nodes_[id.index];
 }
 
 Node& Graph::node_mut(NodeId id) {
+  check_stored("node_mut");
   check_id(id, "node_mut");
   return nodes_[id.index];
 }
@@ -39,6 +60,7 @@ void Graph::set_outputs(std::vector<NodeId> outs) {
 }
 
 void Graph::set_inputs(NodeId id, std::vector<NodeId> inputs) {
+  check_stored("set_inputs");
   check_id(id, "set_inputs");
   for (NodeId in : inputs) check_id(in, "set_inputs");
   nodes_[id.index].inputs = std::move(inputs);
@@ -54,6 +76,7 @@ NodeId Graph::append_node(Op op, std::vector<NodeId> inputs, Shape shape,
          inputs.size(), rlx::detail::at_loc(loc));
   if (arity < 0 && inputs.empty())
     fail(ErrorKind::Value, what, ": takes at least one input, got none", rlx::detail::at_loc(loc));
+  if (sink_) return sink_->append(std::move(op), std::move(inputs), std::move(shape), loc);
   NodeId id(static_cast<uint32_t>(nodes_.size()));
   nodes_.push_back(Node{id, std::move(op), std::move(inputs), std::move(shape), std::move(label),
                         to_source_loc(loc)});
@@ -140,10 +163,10 @@ std::optional<Shape> Graph::infer_operands(const Op& op, const std::vector<NodeI
   shapes.clear();
   shapes.reserve(inputs.size());
   for (NodeId in : inputs) {
-    if (in.index >= nodes_.size())
+    if (in.index >= len())
       fail(ErrorKind::Value, op.name(), ": operand ", in, " is not in graph @", name,
            rlx::detail::at_loc(loc));
-    shapes.push_back(nodes_[in.index].shape);
+    shapes.push_back(sink_ ? sink_->shape(in) : nodes_[in.index].shape);
   }
   try {
     return infer_shape(op, shapes);

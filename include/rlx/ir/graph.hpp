@@ -22,6 +22,26 @@ struct MultiOutputHandle;
 class HirModule;  // rlx/ir/hir.hpp
 struct LirModule; // rlx/ir/lir.hpp
 
+/// Where Graph builders put the nodes they append. A Graph stores them itself; a Graph made over
+/// a NodeSink (Graph(NodeSink&, name)) hands each node to the sink instead, and reads operand
+/// shapes back from it: the Tensor frontend's recorder turns every node into a lazy tensor as it
+/// is appended (src/frontend/record.cpp). Node ids are positions in the sink, 0 .. len()-1.
+class NodeSink {
+public:
+  /// How many nodes the sink holds.
+  virtual std::size_t len() const = 0;
+  /// The shape of node `id` (id < len()).
+  virtual const Shape& shape(NodeId id) const = 0;
+  /// Append a node the Graph has checked (inputs in range, arity, shape rule); its id is the
+  /// old len().
+  virtual NodeId append(Op op, std::vector<NodeId> inputs, Shape shape, const Loc& loc) = 0;
+  /// Drop the nodes from `len` on: a composite builder that failed rolls back.
+  virtual void truncate(std::size_t len) = 0;
+
+protected:
+  ~NodeSink() = default;
+};
+
 /// A computation graph. Insertion order is topological order: every node's inputs have smaller
 /// ids. Nodes have one output each. Method names and argument order follow the seed
 /// (docs of rlx_ir::Graph); builders take a trailing source location so errors name the user's
@@ -32,14 +52,17 @@ public:
   std::vector<NodeId> outputs; ///< the graph's results
 
   explicit Graph(std::string name = "main") : name(std::move(name)) {}
+  /// A graph whose builders append to `sink`: it stores no nodes, so nodes() is empty and
+  /// node(id) is an rlx::Error; len(), shape(id) and every builder work.
+  Graph(NodeSink& sink, std::string name) : name(std::move(name)), sink_(&sink) {}
 
   // ---- Core (seed order)
-  std::size_t len() const { return nodes_.size(); }
-  bool is_empty() const { return nodes_.empty(); }
+  std::size_t len() const { return sink_ ? sink_->len() : nodes_.size(); }
+  bool is_empty() const { return len() == 0; }
   /// The node with this id; an rlx::Error when the id is not in the graph.
   const Node& node(NodeId id) const;
   std::span<const Node> nodes() const { return nodes_; }
-  const Shape& shape(NodeId id) const { return node(id).shape; }
+  const Shape& shape(NodeId id) const { return sink_ ? sink_shape(id) : node(id).shape; }
   void set_outputs(std::vector<NodeId> outputs);
   /// Rewire a node's inputs in place (no shape re-inference; the caller keeps shapes consistent).
   void set_inputs(NodeId id, std::vector<NodeId> inputs);
@@ -471,17 +494,23 @@ private:
                        std::string_view what, const Loc& loc);
   /// Run a composite builder: when it throws, drop the nodes it appended, then rethrow.
   template <class F> auto transaction(F&& f) -> decltype(f()) {
-    std::size_t mark = nodes_.size();
+    std::size_t mark = len();
     try {
       return f();
     } catch (...) {
-      nodes_.erase(nodes_.begin() + std::ptrdiff_t(mark), nodes_.end());
+      truncate(mark);
       throw;
     }
   }
+  /// Drop the nodes from `mark` on (here or in the sink).
+  void truncate(std::size_t mark);
   void check_id(NodeId id, std::string_view what) const;
+  /// An rlx::Error naming `what` when the nodes live in a sink (they cannot be read as Nodes).
+  void check_stored(std::string_view what) const;
+  const Shape& sink_shape(NodeId id) const;
 
   std::vector<Node> nodes_;
+  NodeSink* sink_ = nullptr; ///< where appended nodes go, when not to nodes_
 };
 
 /// What custom_fn_multi returns: the custom_fn node computing the outputs flattened and

@@ -1,0 +1,173 @@
+// tests/test_frontend_host.cpp -- rlx::frames_abandoned: a host that longjmps out of rlx code
+// (rlx-repl's crash guard) gets the locks and trace ids of the abandoned frames back, and a
+// jitted function called inside its own trace is an error instead of a hang.
+#include "frontend/impl.hpp"
+#include "support/check_error.hpp"
+
+#include <rlx/host.hpp>
+#include <rlx/rlx.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csetjmp>
+#include <functional>
+#include <thread>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RLX_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RLX_TEST_ASAN 1
+#endif
+#endif
+#ifdef RLX_TEST_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
+using rlx::Tensor;
+
+namespace {
+
+sigjmp_buf g_env;
+
+/// What abandoned frames allocated, or held references to, is lost by design (a host that
+/// longjmps accepts that), so LeakSanitizer is told not to count allocations made while frames
+/// are being abandoned.
+struct IgnoreLeaks {
+#ifdef RLX_TEST_ASAN
+  IgnoreLeaks() { __lsan_disable(); }
+  ~IgnoreLeaks() { __lsan_enable(); }
+#endif
+};
+
+/// Calls f(x) and longjmps out of it where it calls jump_out() (as a crash guard would). The
+/// abandoned frames kept a reference to x, so its value is never freed: not a leak to report.
+template <class F> void call_and_abandon(const F& f, const Tensor& x) {
+  {
+    [[maybe_unused]] IgnoreLeaks ignore;
+    if (sigsetjmp(g_env, 1) == 0) {
+      (void)f(x);
+      FAIL("the function returned instead of jumping out");
+    }
+  }
+#ifdef RLX_TEST_ASAN
+  __lsan_ignore_object(x.impl().get());
+#endif
+}
+
+[[noreturn]] void jump_out() { siglongjmp(g_env, 1); }
+
+} // namespace
+
+TEST_CASE("host: a jitted function whose trace was abandoned traces again after "
+          "frames_abandoned") {
+  bool jump = true;
+  auto f = rlx::jit([&](Tensor x) {
+    Tensor y = x * 2.0f;
+    if (jump) jump_out();
+    return y + 1.0f;
+  });
+  Tensor x = rlx::tensor({1.f, 2.f});
+  call_and_abandon(f, x);
+  CHECK(f.stats().traces == 0); // the abandoned trace recorded nothing
+  rlx::frames_abandoned();
+  jump = false;
+  CHECK(f(x).to_vector<float>() == std::vector<float>{3.f, 5.f});
+  CHECK(f(x).to_vector<float>() == std::vector<float>{3.f, 5.f});
+  CHECK(f.stats().traces == 1);
+}
+
+TEST_CASE("host: a thread waiting for a function whose trace was abandoned goes on after "
+          "frames_abandoned") {
+  bool jump = true;
+  auto f = rlx::jit([&](Tensor x) {
+    if (jump) jump_out();
+    return x - 1.0f;
+  });
+  Tensor x = rlx::tensor({4.f});
+  call_and_abandon(f, x);
+  jump = false;
+  std::atomic<bool> done{false};
+  std::vector<float> got;
+  std::thread waiter([&] {
+    got = f(x).to_vector<float>();
+    done = true;
+  });
+  // The abandoned frames hold the function's lock, so the waiter cannot finish before this
+  // thread gives it back.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(done.load());
+  rlx::frames_abandoned();
+  waiter.join();
+  CHECK(done.load());
+  CHECK(got == std::vector<float>{3.f});
+}
+
+TEST_CASE("host: frames_abandoned ends the abandoned trace, so a value that escaped it is an "
+          "error") {
+  Tensor leaked;
+  auto f = rlx::jit([&](Tensor x) {
+    leaked = x + 1.0f;
+    jump_out();
+    return x;
+  });
+  call_and_abandon(f, rlx::tensor({1.f}));
+  rlx::frames_abandoned();
+  rlx::test::check_error([&] { (void)(leaked * 2.0f); }, rlx::ErrorKind::Trace,
+                         "used after its trace ended");
+}
+
+TEST_CASE("host: frames_abandoned releases the materialization lock abandoned frames held") {
+  {
+    [[maybe_unused]] IgnoreLeaks ignore;
+    if (sigsetjmp(g_env, 1) == 0) {
+      rlx::detail::eval_mutex().lock(); // as if a crash hit while results were published
+      jump_out();
+    }
+  }
+  CHECK(rlx::detail::eval_mutex().held_by_this_thread());
+  rlx::frames_abandoned();
+  CHECK_FALSE(rlx::detail::eval_mutex().held_by_this_thread());
+  Tensor y = rlx::tensor({1.f, 2.f}) * 3.0f;
+  CHECK(y.to_vector<float>() == std::vector<float>{3.f, 6.f});
+}
+
+TEST_CASE("host: frames_abandoned with nothing abandoned changes nothing") {
+  auto f = rlx::jit([](Tensor x) { return x * x; });
+  Tensor x = rlx::tensor({3.f});
+  CHECK(f(x).item<float>() == 9.f);
+  rlx::frames_abandoned();
+  CHECK(f(x).item<float>() == 9.f);
+  CHECK(f.stats().traces == 1);
+}
+
+TEST_CASE("host: a jitted function called again inside its own trace is an error naming the "
+          "line that jitted it, not a hang") {
+  std::function<Tensor(Tensor)> self;
+  // clang-format off
+  auto f = rlx::jit([&](Tensor x) { return x + self(rlx::ones({2})); }); const int line = __LINE__;
+  // clang-format on
+  self = [&](Tensor t) { return f(t); };
+  std::string where = "test_frontend_host.cpp:" + std::to_string(line);
+  rlx::test::check_error([&] { (void)f(rlx::ones({2})); }, rlx::ErrorKind::Trace, where);
+  // The error released the lock and the trace: the next call fails the same way, and the thread
+  // holds nothing.
+  rlx::test::check_error([&] { (void)f(rlx::ones({2})); }, rlx::ErrorKind::Trace,
+                         "called again while it was being traced");
+  CHECK_FALSE(rlx::detail::eval_mutex().held_by_this_thread());
+  Tensor z = rlx::tensor({1.f}) + 1.0f;
+  CHECK(z.item<float>() == 2.f);
+}
+
+TEST_CASE("host: last_graph called inside the function's own trace is an error, not a hang") {
+  std::function<void()> peek;
+  auto f = rlx::jit([&](Tensor x) {
+    peek();
+    return x;
+  });
+  peek = [&] { (void)f.last_graph(); };
+  rlx::test::check_error([&] { (void)f(rlx::tensor({1.f})); }, rlx::ErrorKind::Trace,
+                         "last_graph()");
+}
