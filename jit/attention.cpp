@@ -10,7 +10,7 @@
 #include "attention.hpp"
 
 #include "gemm.hpp"
-#include "runtime/thread_pool.hpp"
+#include "thread_pool.hpp"
 
 #include <algorithm>
 #include <cmath>
