@@ -10,8 +10,8 @@
 #include "attention.hpp"
 
 #include "gemm.hpp"
-#include "runtime/thread_pool.hpp"
 #include "support/size_math.hpp"
+#include "thread_pool.hpp"
 
 #include <algorithm>
 #include <cmath>

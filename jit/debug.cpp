@@ -2,7 +2,6 @@
 #include "debug.hpp"
 
 #include "disk_cache.hpp"
-#include "runtime/jit_backend.hpp"
 #include "llvm/session.hpp"
 
 #include "rlx/error.hpp"

@@ -12,7 +12,7 @@
 
 #include "rlx/error.hpp"
 #include "rlx/runtime.hpp"
-#include "runtime/thread_pool.hpp"
+#include "thread_pool.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -8,7 +8,7 @@
 // LLVM lowering run over each block of rows right after the block's last depth step.
 #include "gemm_step.hpp"
 
-#include "plan.hpp"
+#include "steps.hpp"
 
 #include "rlx/error.hpp"
 
@@ -103,7 +103,7 @@ std::optional<std::pair<ir::NodeId, ir::NodeId>> split_residual(const ir::Graph&
 } // namespace
 
 std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::Node& n,
-                                                const std::vector<int>& uses) {
+                                                std::span<const int> uses) {
   auto split = split_residual(g, n);
   if (!split) return std::nullopt;
   auto [x, r] = *split;
@@ -207,10 +207,10 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& 
       c.relu = true;
     } else {
       ir::Graph eg = activation_graph(*act, c.n, n.shape.dtype());
-      Plan plan = make_plan(eg);
+      ir::LirModule plan = ir::plan_lir(eg, plan_options());
       if (plan.kernels.size() != 1)
         throw InternalError("gemm: an activation epilogue did not plan as one kernel");
-      s.epilogue = lower_elementwise(eg, plan.kernels[0], name);
+      s.epilogue = lower_elementwise(plan.mir, plan.kernels[0], name);
       c.epilogue = s.epilogue.fn;
     }
   }
@@ -226,6 +226,50 @@ void GemmStep::run(void* const* bufs) const {
     run_call(dcall, *this, bufs);
   else
     run_call(call, *this, bufs);
+}
+
+namespace {
+
+class PreparedGemm final : public PreparedStep {
+public:
+  PreparedGemm(GemmStep gemm, const ir::LirStep& step) : gemm_(std::move(gemm)), step_(step) {}
+  void run(RunState& s) const override {
+    s.gather_reads(step_);
+    s.args.push_back(s.result(step_.node));
+    gemm_.run(s.args.data());
+  }
+
+private:
+  GemmStep gemm_;
+  const ir::LirStep& step_;
+};
+
+class GemmRule final : public JitRule {
+public:
+  using JitRule::JitRule;
+  bool takes(const ir::Graph& g, const ir::Node& n) const override { return lowers_as_gemm(g, n); }
+  std::vector<ir::NodeId> reads(const ir::Graph& g, const ir::Node& n) const override {
+    return gemm_reads(g, n);
+  }
+  bool folds(const ir::Graph& g, ir::NodeId id) const override {
+    return gemm_folds_transpose(g, id);
+  }
+  std::optional<ir::NodeId> absorbs(const ir::Graph& g, const ir::Node& n,
+                                    std::span<const int> uses) const override {
+    return gemm_residual_product(g, n, uses);
+  }
+  std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
+    const ir::LirStep& step = c.lir.steps[i];
+    return std::make_unique<PreparedGemm>(
+        lower_gemm(c.lir.mir, c.lir.mir.node(step.node), kernel_name()), step);
+  }
+};
+
+} // namespace
+
+const JitRule& gemm_rule() {
+  static const GemmRule rule("gemm");
+  return rule;
 }
 
 } // namespace rlx::jit

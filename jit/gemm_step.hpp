@@ -9,6 +9,7 @@
 #include "rlx/ir/graph.hpp"
 
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace rlx::jit {
@@ -29,7 +30,7 @@ bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id);
 /// (`uses`: how often each node is read, graph outputs included) and both operands have the add's
 /// shape (no broadcast). Else nullopt.
 std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::Node& n,
-                                                const std::vector<int>& uses);
+                                                std::span<const int> uses);
 
 /// The buffers a Gemm step reads, in order: A, B (a folded transpose's operand in its place),
 /// the bias if any, then for an add node (gemm_residual_product) the residual. The step's

@@ -1,10 +1,11 @@
 // jit/library.cpp -- the registry of native runtime kernels (jit/library.hpp): one table, in
-// the order entries are asked. FFTW runs fft nodes (src/runtime/fftw_kernels.cpp), attention
+// the order entries are asked. FFTW runs fft nodes (jit/fftw_kernels.cpp), attention
 // runs on the GEMM (jit/attention.cpp).
 #include "library.hpp"
 
 #include "attention.hpp"
-#include "runtime/fftw_kernels.hpp"
+#include "fftw_kernels.hpp"
+#include "steps.hpp"
 
 #include <array>
 
@@ -38,10 +39,54 @@ constexpr std::array kLibrary = {
 
 } // namespace
 
-const LibraryKernel* find_library_kernel(const ir::Graph& g, const ir::Node& n) {
-  for (const LibraryKernel& k : kLibrary)
-    if (k.handles(g, n)) return &k;
-  return nullptr;
+namespace {
+
+class LibraryStep final : public PreparedStep {
+public:
+  LibraryStep(std::unique_ptr<LibraryCall> call, const ir::LirStep& step)
+      : call_(std::move(call)), step_(step) {}
+  void run(RunState& s) const override {
+    std::vector<const std::byte*> reads;
+    for (ir::NodeId in : step_.reads) reads.push_back(s.ptr[in.index]);
+    call_->run(reads.data(), s.result(step_.node));
+  }
+
+private:
+  std::unique_ptr<LibraryCall> call_;
+  const ir::LirStep& step_;
+};
+
+/// A library kernel as a rule of the step policy: its plans and strides are made when the
+/// executable is built.
+class LibraryRule final : public JitRule {
+public:
+  explicit LibraryRule(const LibraryKernel& k) : JitRule(k.name), kernel_(k) {}
+  bool takes(const ir::Graph& g, const ir::Node& n) const override { return kernel_.handles(g, n); }
+  std::vector<ir::NodeId> reads(const ir::Graph& g, const ir::Node& n) const override {
+    return kernel_.reads(g, n);
+  }
+  bool folds(const ir::Graph& g, ir::NodeId id) const override { return library_view(g, id); }
+  std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
+    const ir::LirStep& step = c.lir.steps[i];
+    return std::make_unique<LibraryStep>(kernel_.prepare(c.lir.mir, c.lir.mir.node(step.node)),
+                                         step);
+  }
+
+private:
+  const LibraryKernel& kernel_;
+};
+
+} // namespace
+
+std::vector<const JitRule*> library_rules() {
+  static const std::vector<std::unique_ptr<LibraryRule>> rules = [] {
+    std::vector<std::unique_ptr<LibraryRule>> r;
+    for (const LibraryKernel& k : kLibrary) r.push_back(std::make_unique<LibraryRule>(k));
+    return r;
+  }();
+  std::vector<const JitRule*> out;
+  for (const auto& r : rules) out.push_back(r.get());
+  return out;
 }
 
 bool library_view(const ir::Graph& g, ir::NodeId id) {

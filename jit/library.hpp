@@ -33,9 +33,6 @@ struct LibraryKernel {
   std::unique_ptr<LibraryCall> (*prepare)(const ir::Graph& g, const ir::Node& n);
 };
 
-/// The entry that computes n, or nullptr (the interpreter's kernel runs it).
-const LibraryKernel* find_library_kernel(const ir::Graph& g, const ir::Node& n);
-
 /// A narrow along the last axis of a static tensor: rows of its operand
 /// at a column offset, which a library kernel reading row-strided operands (attention) takes in
 /// place. The plan gives it no step when only such kernels read it.

@@ -1,7 +1,7 @@
 // jit/lower.hpp -- lowering of fused element-wise kernels to native code (no LLVM types here).
 #pragma once
 
-#include "plan.hpp"
+#include "rlx/ir/lir.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -10,6 +10,19 @@
 namespace rlx::jit {
 
 class CompiledCode;
+
+/// Whether the element-wise lowering handles this node (jit/llvm/lower_elementwise.cpp).
+bool lowers_natively(const ir::Graph& g, const ir::Node& n);
+
+/// Whether the row lowering handles this node (jit/llvm/lower_rows.cpp): reduce_sum/mean/max/min
+/// over trailing axes, softmax and layer/rms norm (also fused with a residual) over the last
+/// axis, of f32 or f64.
+bool lowers_as_row(const ir::Graph& g, const ir::Node& n);
+
+/// Whether a row op can compute its first operand with element-wise kernel k (k's iteration
+/// space is that operand's shape, and every operand of k is contiguous or broadcast along the
+/// op's rows; jit/llvm/lower_rows.cpp).
+bool fits_row_prologue(const ir::Graph& g, const ir::Node& row_op, const ir::FusedKernel& k);
 
 /// A native kernel: bufs holds the kernel's input buffers then its output buffers (element
 /// pointers, 64-byte aligned); it computes flat output elements [begin, end). Element-wise
@@ -23,14 +36,15 @@ struct NativeKernel {
 };
 
 /// Compile an element-wise kernel of graph g (jit/llvm/lower_elementwise.cpp).
-NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& kernel, const std::string& name);
+NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& kernel,
+                               const std::string& name);
 
-/// Compile a row op (a Step::Kind::Row node; jit/llvm/lower_rows.cpp): bufs = {operands...,
-/// output}; [begin, end) counts rows. With a prologue kernel (Step::prologue), the first
+/// Compile a row op (a step of the row rule; jit/llvm/lower_rows.cpp): bufs = {operands...,
+/// output}; [begin, end) counts rows. With a prologue kernel (ir::LirStep::kernel), the first
 /// operand is computed by it: bufs = {the prologue's operand buffers..., the other operands...,
 /// output}.
 NativeKernel lower_row(const ir::Graph& g, const ir::Node& node, const std::string& name,
-                       const EwKernel* prologue = nullptr);
+                       const ir::FusedKernel* prologue = nullptr);
 
 /// The number of rows of a row op.
 int64_t row_count(const ir::Graph& g, const ir::Node& node);

@@ -7,7 +7,7 @@
 #     per-op cases state what each op must do independently of the table;
 #  2. public headers include only the standard library and rlx/...;
 #  3. LLVM headers only under jit/llvm/ (and rlx-repl's tools/repl/engine.cpp), clang's only in
-#     tools/repl/engine.cpp, asmjit only under jit/asmjit/, FFTW only in src/runtime/fft*.cpp (the
+#     tools/repl/engine.cpp, asmjit only under jit/asmjit/, FFTW only in jit/fft*.cpp (the
 #     probe and the JIT's FFT steps, fftw_kernels.cpp), ONNX and protobuf headers only in
 #     src/onnx/proto.cpp (the importer reads protobuf-free structs).
 set -u
@@ -41,8 +41,8 @@ bad=$(grep -rln '#include *<clang/' src include tools tests jit 2>/dev/null | gr
 if [ -n "$bad" ]; then echo "clang headers outside tools/repl/engine.cpp:"; echo "$bad"; status=1; fi
 bad=$(grep -rln '#include *<asmjit/' src include tools tests jit 2>/dev/null | grep -v '^jit/asmjit/')
 if [ -n "$bad" ]; then echo "asmjit headers outside jit/asmjit/:"; echo "$bad"; status=1; fi
-bad=$(grep -rln '#include *<fftw3.h>' src include tools tests jit examples 2>/dev/null | grep -vE '^src/runtime/fft[^/]*\.cpp$')
-if [ -n "$bad" ]; then echo "FFTW outside src/runtime/fft*.cpp:"; echo "$bad"; status=1; fi
+bad=$(grep -rln '#include *<fftw3.h>' src include tools tests jit examples 2>/dev/null | grep -vE '^jit/fft[^/]*\.cpp$')
+if [ -n "$bad" ]; then echo "FFTW outside jit/fft*.cpp:"; echo "$bad"; status=1; fi
 bad=$(grep -rlnE '#include *<(onnx|google/protobuf)/' src include tools tests jit 2>/dev/null | grep -v '^src/onnx/proto.cpp$')
 if [ -n "$bad" ]; then echo "ONNX or protobuf headers outside src/onnx/proto.cpp:"; echo "$bad"; status=1; fi
 [ $status -eq 0 ] && echo "layout rules hold"

@@ -865,8 +865,8 @@ std::vector<Case> output_cases() {
 }
 
 /// Row ops whose first operand is an element-wise chain read by nothing else: the JIT computes
-/// the chain inside the row kernel (jit/plan.hpp: Step::prologue). Rows of many lengths, chain
-/// operands broadcast along the rows, across them, or one element.
+/// the chain inside the row kernel (the row step's prologue kernel, src/lir/partition.cpp). Rows of
+/// many lengths, chain operands broadcast along the rows, across them, or one element.
 std::vector<Case> prologue_cases() {
   std::vector<Case> cases;
   // One row op per case: element-wise chains of one shape in one graph would share a kernel

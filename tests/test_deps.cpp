@@ -1,5 +1,5 @@
 // tests/test_deps.cpp -- each backend dependency is found, links and computes.
-#include "runtime/probes.hpp"
+#include "../jit/probes.hpp"
 
 #include <doctest/doctest.h>
 

@@ -6,7 +6,7 @@
 // kernels specialized for a whole small product, writing nothing outside C; then through the
 // JIT plan against the interpreter.
 #include "../jit/gemm.hpp"
-#include "../jit/plan.hpp"
+#include "../jit/lower.hpp"
 
 #include <rlx/interp.hpp>
 #include <rlx/ir/graph.hpp> // not rlx.hpp: its rlx::jit() would clash with namespace rlx::jit
@@ -359,7 +359,7 @@ TEST_CASE("the JIT runs f32 matmul as a GEMM step, batched and broadcast, like t
     int64_t k = shapes[0].back();
     std::string plan = jit_matches_interpreter(shapes, k, mm);
     CHECK(plan.find("gemm ") != std::string::npos);
-    CHECK(plan.find("runtime ") == std::string::npos);
+    CHECK(plan.find("interp ") == std::string::npos);
   }
 }
 
@@ -372,13 +372,13 @@ TEST_CASE("a transpose of the last two axes folds into the GEMM's packing") {
   };
   std::string plan = jit_matches_interpreter({{3, 17, 20}, {3, 29, 20}}, 20, qk);
   CHECK(plan.find("gemm ") != std::string::npos);
-  CHECK(plan.find("runtime ") == std::string::npos); // the transpose has no step
+  CHECK(plan.find("interp ") == std::string::npos); // the transpose has no step
   auto at = [](Graph& g, const std::vector<NodeId>& x, bool magnitude) {
     NodeId a = magnitude ? abs_of(g, x[0]) : x[0], b = magnitude ? abs_of(g, x[1]) : x[1];
     return g.mm(g.transpose_(a, {-1, -2}), b);
   };
   plan = jit_matches_interpreter({{31, 15}, {31, 34}}, 31, at);
-  CHECK(plan.find("runtime ") == std::string::npos);
+  CHECK(plan.find("interp ") == std::string::npos);
 }
 
 TEST_CASE("fused_matmul_bias_act applies its bias and activation in the GEMM's epilogue") {
@@ -396,7 +396,7 @@ TEST_CASE("fused_matmul_bias_act applies its bias and activation in the GEMM's e
     };
     std::string plan = jit_matches_interpreter({{2, 15, 500}, {500, 37}, {37}}, 500, fused);
     CHECK(plan.find("gemm ") != std::string::npos);
-    CHECK(plan.find("runtime ") == std::string::npos);
+    CHECK(plan.find("interp ") == std::string::npos);
   }
 }
 
@@ -433,12 +433,12 @@ TEST_CASE("the JIT runs f64 matmul and fused_matmul_bias_act as GEMM steps, on e
              {{2, 15, 40}, {40, 50}}, {{2, 3, 7, 9}, {3, 9, 11}}, {{61, 400}, {400, 129}}}) {
       std::string plan = jit_matches_interpreter(shapes, shapes[0].back(), mm, DType::F64);
       CHECK(plan.find("gemm ") != std::string::npos);
-      CHECK(plan.find("runtime ") == std::string::npos);
+      CHECK(plan.find("interp ") == std::string::npos);
     }
     std::string plan =
         jit_matches_interpreter({{2, 15, 500}, {500, 37}, {37}}, 500, fused, DType::F64);
     CHECK(plan.find("gemm ") != std::string::npos);
-    CHECK(plan.find("runtime ") == std::string::npos);
+    CHECK(plan.find("interp ") == std::string::npos);
   }
   rlx::jit::set_gemm_isa(GemmIsa::None);
 }
@@ -477,7 +477,7 @@ TEST_CASE("add(product, residual) runs as one GEMM step with the residual added 
           std::string plan =
               jit_matches_interpreter({{2, 15, k}, {k, 37}, {37}, {2, 15, 37}}, k, fused, dtype);
           CHECK(has_step(plan, "gemm", "add"));
-          CHECK(plan.find("runtime ") == std::string::npos);
+          CHECK(plan.find("interp ") == std::string::npos);
           CHECK(plan.find(": kernel ") == std::string::npos); // no element-wise step for the add
         }
   // With an activation the GEMM runs as a kernel after the product, and the residual after it.

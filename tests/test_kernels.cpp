@@ -5,6 +5,7 @@
 #include "../jit/lower.hpp"
 
 #include <rlx/ir/graph.hpp> // not rlx.hpp: its rlx::jit() would clash with namespace rlx::jit
+#include <rlx/runtime.hpp>
 
 #include <doctest/doctest.h>
 
@@ -33,12 +34,12 @@ Case compile(int64_t rows, int64_t cols) {
   NodeId x = g.input("x", Shape({rows, cols}, DType::F32));
   NodeId b = g.input("b", Shape({cols}, DType::F32));
   g.set_outputs({g.add(g.mul(x, g.constant(2.0, DType::F32)), b)});
-  rlx::jit::Plan plan = rlx::jit::make_plan(g);
+  LirModule plan = plan_lir(g, rlx::plan_options(rlx::Backend::Jit));
   REQUIRE(plan.kernels.size() == 1);
-  const rlx::jit::EwKernel& k = plan.kernels[0];
+  const FusedKernel& k = plan.kernels[0];
   std::vector<char> operand;
   for (NodeId in : k.inputs) operand.push_back(in == x ? 'x' : in == b ? 'b' : 'c');
-  return {rows, cols, rlx::jit::lower_elementwise(g, k, "range_kernel"), operand};
+  return {rows, cols, rlx::jit::lower_elementwise(plan.mir, k, "range_kernel"), operand};
 }
 
 /// n floats set to kSentinel with kGuard more on each side; the first of the n is 64-byte

@@ -284,6 +284,31 @@ TEST_CASE("a 160-byte graph whose results need 16 GiB fails fast on both backend
   }
 }
 
+TEST_CASE("a plan whose intermediates need 16 GiB is refused at planning on both backends") {
+  // The exp's 16 GiB result feeds a matmul: it is an intermediate, placed in the arena.
+  const std::string text = R"(graph @wide {
+  %0 = input("x") : [1, 1] f32
+  %1 = input("y") : [65536, 1] f32
+  %2 = expand(%0, target_shape=[65536, 65536]) : [65536, 65536] f32
+  %3 = exp(%2) : [65536, 65536] f32
+  %4 = matmul(%3, %1) : [65536, 1] f32
+  return %4
+}
+)";
+  MemoryLimitScope limit(8 * kGiB);
+  ir::Graph g = ir::parse_text(text, "limits.rlx");
+  ir::verify(g);
+  for (rlx::Backend b : kBackends) {
+    CAPTURE(b);
+    std::size_t live = rlx::memory_stats().bytes_live;
+    std::string msg = check_error([&] { (void)rlx::plan_for(g, b); }, ErrorKind::Limit,
+                                  "graph @wide's arena (its intermediates) needs 16 GiB");
+    CHECK(msg.find("RLX_MAX_MEMORY") != std::string::npos);
+    check_error([&] { (void)rlx::compile(g, b); }, ErrorKind::Limit, "16 GiB");
+    CHECK(rlx::memory_stats().bytes_live == live);
+  }
+}
+
 TEST_CASE("the memory limit defaults to the physical memory, and sizes read as RLX_MAX_MEMORY") {
   if (std::getenv("RLX_MAX_MEMORY") == nullptr) {
     std::size_t phys =

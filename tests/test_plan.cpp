@@ -1,23 +1,28 @@
-// tests/test_plan.cpp -- how the JIT partitions graphs (jit/plan.hpp): which nodes fuse into one
-// element-wise kernel, which run as row kernels, and which fall back to the runtime kernels.
-// (What the kernels compute is checked against the interpreter in test_backends.cpp.)
-#include "../jit/plan.hpp"
-
-#include <rlx/ir/graph.hpp> // not rlx.hpp: its rlx::jit() would clash with namespace rlx::jit
+// tests/test_plan.cpp -- how the plan the JIT runs splits graphs (src/lir/, the JIT's step
+// policy): which nodes fuse into one element-wise kernel, which run as row kernels, and which
+// fall back to the interpreter's kernels. (What the kernels compute is checked against the
+// interpreter in test_backends.cpp.)
+#include <rlx/ir/lir.hpp>
+#include <rlx/runtime.hpp>
 
 #include <doctest/doctest.h>
 
 using namespace rlx::ir;
-using rlx::jit::make_plan;
-using rlx::jit::Step;
 
 namespace {
 
-std::size_t count(const rlx::jit::Plan& p, Step::Kind k) {
+using Plan = LirModule;
+
+/// The plan the JIT makes of g as it is (no passes).
+Plan make_plan(const Graph& g) { return plan_lir(g, rlx::plan_options(rlx::Backend::Jit)); }
+
+std::size_t count(const Plan& p, std::string_view rule) {
   std::size_t n = 0;
-  for (const Step& s : p.steps) n += s.kind == k;
+  for (const LirStep& s : p.steps) n += s.rule->name() == rule;
   return n;
 }
+
+bool has_prologue(const LirStep& s) { return s.rule->name() == "row" && s.kernel != kNoKernel; }
 
 } // namespace
 
@@ -29,11 +34,11 @@ TEST_CASE("plan: independent element-wise chains over the same elements fuse int
   NodeId b = g.add_inferred(Op(OpKind::Sigmoid), {x});
   NodeId c = g.mul(x, x);
   g.set_outputs({g.add(g.mul(a, b), c)});
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   REQUIRE(p.kernels.size() == 1);
   CHECK(p.kernels[0].nodes.size() == 6);
   CHECK(p.kernels[0].outputs.size() == 1);
-  CHECK(count(p, Step::Kind::Runtime) == 0);
+  CHECK(count(p, "interp") == 0);
 }
 
 TEST_CASE("plan: softmax and norms over the last axis and trailing reductions are row kernels") {
@@ -49,20 +54,20 @@ TEST_CASE("plan: softmax and norms over the last axis and trailing reductions ar
       Op(OpKind::LayerNorm, NormAttrs{-1, 1e-5f}),
       {x, g.input("gamma", Shape({8}, DType::F32)), g.input("beta", Shape({8}, DType::F32))});
   g.set_outputs({r, m, mid, s0, ln});
-  rlx::jit::Plan p = make_plan(g);
-  CHECK(count(p, Step::Kind::Row) == 4);
-  CHECK(count(p, Step::Kind::Runtime) == 2);
-  for (const Step& st : p.steps)
-    if (st.kind == Step::Kind::Runtime) CHECK((st.node == mid || st.node == s0));
+  Plan p = make_plan(g);
+  CHECK(count(p, "row") == 4);
+  CHECK(count(p, "interp") == 2);
+  for (const LirStep& st : p.steps)
+    if (st.rule->name() == "interp") CHECK((st.node == mid || st.node == s0));
 }
 
 TEST_CASE("plan: integer reductions and reductions of mixed dtypes stay on the runtime kernels") {
   Graph g("ints");
   NodeId x = g.input("x", Shape({4, 8}, DType::I32));
   g.set_outputs({g.sum(x, {1}, false)});
-  rlx::jit::Plan p = make_plan(g);
-  CHECK(count(p, Step::Kind::Row) == 0);
-  CHECK(count(p, Step::Kind::Runtime) == 1);
+  Plan p = make_plan(g);
+  CHECK(count(p, "row") == 0);
+  CHECK(count(p, "interp") == 1);
 }
 
 TEST_CASE("plan: reshapes and expands read only by kernels fold into the kernels' indexing") {
@@ -75,10 +80,10 @@ TEST_CASE("plan: reshapes and expands read only by kernels fold into the kernels
   NodeId y = g.add(g.tanh(again), again);
   NodeId z = g.mul(x, wide);
   g.set_outputs({y, z});
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   CHECK(p.steps.size() == 2); // two kernels ([3, 2] and [2, 3]); no movement steps
-  CHECK(count(p, Step::Kind::Runtime) == 0);
-  for (const rlx::jit::EwKernel& k : p.kernels) {
+  CHECK(count(p, "interp") == 0);
+  for (const FusedKernel& k : p.kernels) {
     REQUIRE(k.buffers.size() == k.inputs.size());
     for (std::size_t j = 0; j < k.inputs.size(); ++j) {
       if (k.inputs[j] == again) {
@@ -98,8 +103,8 @@ TEST_CASE("plan: a reshape that is also an output or a runtime operand keeps its
   NodeId x = g.input("x", Shape({2, 3}, DType::F32));
   NodeId r = g.add_inferred(Op(OpKind::Reshape, ReshapeAttrs{{6}}), {x});
   g.set_outputs({r, g.add(r, r)});
-  rlx::jit::Plan p = make_plan(g);
-  CHECK(count(p, Step::Kind::Runtime) == 1);
+  Plan p = make_plan(g);
+  CHECK(count(p, "interp") == 1);
   REQUIRE(p.kernels.size() == 1);
   CHECK(p.kernels[0].buffers == std::vector<NodeId>{x}); // the kernel still reads x directly
 }
@@ -116,10 +121,10 @@ TEST_CASE("plan: fused residual norms are row kernels when the residual has x's 
   NodeId b = g.add_inferred(Op(OpKind::FusedResidualRmsNorm, FusedResidualNormAttrs{false, 1e-5f}),
                             {x, bcast, gamma, beta});
   g.set_outputs({a, b});
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   REQUIRE(p.steps.size() == 2);
-  CHECK(p.steps[0].kind == Step::Kind::Row);
-  CHECK(p.steps[1].kind == Step::Kind::Runtime); // a broadcast residual: the runtime kernel
+  CHECK(p.steps[0].rule->name() == "row");
+  CHECK(p.steps[1].rule->name() == "interp"); // a broadcast residual: the runtime kernel
 }
 
 TEST_CASE("plan: a row op computes an element-wise operand that nothing else reads") {
@@ -128,12 +133,12 @@ TEST_CASE("plan: a row op computes an element-wise operand that nothing else rea
   NodeId mask = g.input("mask", Shape({2, 1, 1, 6}, DType::F32));
   NodeId scaled = g.add(g.mul(s, g.constant(0.125, DType::F32)), mask);
   g.set_outputs({g.softmax(scaled, -1, Shape({2, 4, 6, 6}, DType::F32))});
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   REQUIRE(p.kernels.size() == 1);
   CHECK(p.kernels[0].row_prologue);
   REQUIRE(p.steps.size() == 1); // the kernel has no step of its own
-  CHECK(p.steps[0].kind == Step::Kind::Row);
-  CHECK(p.steps[0].prologue);
+  CHECK(p.steps[0].rule->name() == "row");
+  CHECK(has_prologue(p.steps[0]));
   CHECK(p.steps[0].kernel == 0);
 }
 
@@ -143,12 +148,12 @@ TEST_CASE("plan: an element-wise result read elsewhere too stays a kernel of its
   NodeId e = g.tanh(g.mul(x, x));
   NodeId r = g.sum(e, {1}, false);
   g.set_outputs({r, e}); // e is also an output
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   REQUIRE(p.kernels.size() == 1);
   CHECK_FALSE(p.kernels[0].row_prologue);
-  CHECK(count(p, Step::Kind::Native) == 1);
-  CHECK(count(p, Step::Kind::Row) == 1);
-  for (const Step& st : p.steps) CHECK_FALSE(st.prologue);
+  CHECK(count(p, "kernel") == 1);
+  CHECK(count(p, "row") == 1);
+  for (const LirStep& st : p.steps) CHECK_FALSE(has_prologue(st));
 }
 
 TEST_CASE("plan: a prologue operand that varies across a row's elements by a stride is refused") {
@@ -159,10 +164,10 @@ TEST_CASE("plan: a prologue operand that varies across a row's elements by a str
   NodeId b = g.input("b", Shape({4, 1, 8}, DType::F32));
   NodeId y = g.add(x, b); // [4, 4, 8]
   g.set_outputs({g.sum(y, {1, 2}, false)});
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   REQUIRE(p.kernels.size() == 1);
   CHECK_FALSE(p.kernels[0].row_prologue);
-  CHECK(count(p, Step::Kind::Native) == 1);
+  CHECK(count(p, "kernel") == 1);
 }
 
 TEST_CASE("plan: a fused residual norm computes its element-wise x as its prologue") {
@@ -174,8 +179,8 @@ TEST_CASE("plan: a fused residual norm computes its element-wise x as its prolog
   NodeId t = g.add_inferred(Op(OpKind::Tanh), {x});
   g.set_outputs({g.add_inferred(Op(OpKind::FusedResidualLN, FusedResidualNormAttrs{false, 1e-5f}),
                                 {t, r, gamma, beta})});
-  rlx::jit::Plan p = make_plan(g);
+  Plan p = make_plan(g);
   REQUIRE(p.steps.size() == 1);
-  CHECK(p.steps[0].kind == Step::Kind::Row);
-  CHECK(p.steps[0].prologue);
+  CHECK(p.steps[0].rule->name() == "row");
+  CHECK(has_prologue(p.steps[0]));
 }

@@ -4,7 +4,7 @@
 #include <rlx/io/npy.hpp>
 #include <rlx/rlx.hpp>
 
-#include "runtime/fftw_kernels.hpp"
+#include "../jit/fftw_kernels.hpp"
 
 #include <doctest/doctest.h>
 

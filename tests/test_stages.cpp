@@ -183,7 +183,7 @@ TEST_CASE("GraphModule moves down the stages: HIR, MIR, LIR") {
 
   GraphModule lir = std::move(mir).lower();
   CHECK(lir.stage() == Stage::Lir);
-  CHECK(check_plan(lir.mir(), lir.lir().buffers).empty());
+  CHECK(check_plan(lir.lir()).empty());
   CHECK(inspect_module(lir).find("module @mlp: lir\nlir @mlp (arena ") == 0);
   CHECK_THROWS_WITH_AS(std::move(lir).lower(), doctest::Contains("no lower stage"), Error);
 
@@ -209,8 +209,8 @@ TEST_CASE("compile_module takes any stage to a verified LIR that runs as planned
   for (GraphModule m : {GraphModule(h), GraphModule(reference), GraphModule(plan_lir(reference))}) {
     INFO("from stage " << stage_name(m.stage()));
     LirModule lir = passes::compile_module(std::move(m));
-    REQUIRE(check_plan(lir.mir, lir.buffers).empty());
-    CHECK(lir.buffers.arena_size < lir.buffers.naive_size);
+    REQUIRE(check_plan(lir).empty());
+    CHECK(lir.memory.arena_size < lir.memory.naive_size);
     std::vector<Buffer> leaves;
     for (const Node& n : lir.mir.nodes())
       if (n.op.kind() == OpKind::Input || n.op.kind() == OpKind::Param)
@@ -224,25 +224,7 @@ TEST_CASE("compile_module takes any stage to a verified LIR that runs as planned
   }
 }
 
-TEST_CASE("element-wise regions group connected element-wise nodes of one shape") {
-  Graph g("ew");
-  NodeId x = g.input("x", f32({4, 8}));
-  NodeId a = g.input("a", f32({8}));
-  NodeId t = g.tanh(g.add(g.mul(x, a), g.constant(0.1, DType::F32)));
-  NodeId y = g.add(g.mul(t, g.add_inferred(Op(OpKind::Sigmoid), {x})), g.mul(x, x));
-  NodeId s = g.sum(y, {1}, true); // a reduction ends the region
-  NodeId z = g.exp(g.sub(y, s));  // reads the region and the reduction of it
-  g.set_outputs({z});
-  std::vector<std::vector<NodeId>> r = elementwise_regions(g);
-  REQUIRE(r.size() == 2);
-  // mul, add, tanh, then sigmoid(x) and x * x (independent chains over the same elements).
-  CHECK(r[0].size() == 7);
-  CHECK(r[0].back() == y);
-  // sub reads y's region and s, which is computed after that region: it cannot join it.
-  CHECK(r[1] == std::vector<NodeId>{NodeId(s.index + 1), z});
-}
-
-TEST_CASE("DOT export draws nodes, edges, outputs and element-wise regions at every stage") {
+TEST_CASE("DOT export draws nodes, edges, outputs and the plan's fused steps at every stage") {
   Graph g("dotty");
   NodeId x = g.input("x \"quoted\"", f32({2, 3}));
   NodeId y = g.exp(g.neg(x));
@@ -252,9 +234,7 @@ TEST_CASE("DOT export draws nodes, edges, outputs and element-wise regions at ev
   CHECK(dot.find("digraph \"mir @dotty\" {") == 0);
   CHECK(dot.find("n0 [label=\"%0 = input(\\\"x \\\\\\\"quoted\\\\\\\"\\\")") != std::string::npos);
   CHECK(dot.find(", shape=ellipse];") != std::string::npos);
-  CHECK(dot.find("subgraph cluster_0 {\n    label=\"element-wise region 0 (2 ops)\"") !=
-        std::string::npos);
-  CHECK(dot.find(" n1; n2;") != std::string::npos);
+  CHECK(dot.find("subgraph") == std::string::npos); // a MIR graph has no steps
   CHECK(dot.find("n2 -> n3;") != std::string::npos);
   CHECK(dot.find("peripheries=2") != std::string::npos);
   CHECK(dot.substr(dot.size() - 2) == "}\n");
@@ -262,13 +242,16 @@ TEST_CASE("DOT export draws nodes, edges, outputs and element-wise regions at ev
   DotOptions mine;
   mine.clusters = {{"mine", {x, y}}};
   CHECK(to_dot(g, mine).find("label=\"mine\"") != std::string::npos);
-  DotOptions none;
-  none.regions = false;
-  CHECK(to_dot(g, none).find("subgraph") == std::string::npos);
 
   std::string lir = to_dot(plan_lir(g));
   CHECK(lir.find("digraph \"lir @dotty\"") == 0);
   CHECK(lir.find("live 0..1") != std::string::npos);
+  // The JIT's plan: neg, exp and the sum are one row step (the sum's prologue computes exp(-x)).
+  std::string jit = to_dot(plan_lir(g, rlx::plan_options(rlx::Backend::Jit)));
+  INFO(jit);
+  CHECK(jit.find("subgraph cluster_0 {\n    label=\"step 0: row (3 ops)\"") != std::string::npos);
+  CHECK(jit.find(" n1; n2; n3;") != std::string::npos);
+  CHECK(jit.find("own buffer, live 0..1") != std::string::npos);
   std::string hir = to_dot(GraphModule(transformer_block(FusionPolicy::Fusable)));
   CHECK(hir.find("digraph \"hir @block\"") == 0);
   CHECK(hir.find("h27 [label=\"h27 attention\\nf32[2,5,16]\"];") != std::string::npos);

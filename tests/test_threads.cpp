@@ -1,7 +1,7 @@
 // tests/test_threads.cpp -- the kernel thread pool: coverage, limits, errors, equal results.
 #include "support/check_error.hpp"
 
-#include "runtime/thread_pool.hpp"
+#include "../jit/thread_pool.hpp"
 
 #include <rlx/rlx.hpp>
 

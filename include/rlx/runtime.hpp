@@ -4,6 +4,7 @@
 #include "rlx/enum.hpp"
 #include "rlx/interp.hpp"
 #include "rlx/ir/graph.hpp"
+#include "rlx/ir/lir.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -59,6 +60,13 @@ public:
 /// backend; `hit` (when given) tells whether it was found there.
 std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backend,
                                           bool* hit = nullptr);
+
+/// How `backend` plans a graph (its step policy and where outputs live), for ir::plan_lir.
+ir::PlanOptions plan_options(Backend backend);
+/// The plan `backend` runs a static graph by: the compile pipeline compile() runs, then the
+/// graph's steps and memory by the backend's policy (what `rlx check --lir` prints). An
+/// rlx::Error for dynamic dims.
+ir::LirModule plan_for(const ir::Graph& graph, Backend backend);
 
 /// Run `exe` on its leaves, as Tensor materialization and rlx::jit calls do: counted in
 /// cache_stats() (runs, run_ms) and remembered as last_run().

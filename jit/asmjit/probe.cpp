@@ -1,5 +1,5 @@
 // jit/asmjit/probe.cpp -- a two-instruction asmjit kernel (asmjit headers stay inside jit/asmjit).
-#include "runtime/probes.hpp"
+#include "probes.hpp"
 
 #include "rlx/error.hpp"
 

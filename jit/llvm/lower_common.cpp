@@ -203,7 +203,7 @@ RowLayout row_layout(const std::vector<ir::Shape>& operands, const ir::Shape& ou
   return layout;
 }
 
-void eval_nodes(const ir::Graph& g, const EwKernel& k,
+void eval_nodes(const ir::Graph& g, const ir::FusedKernel& k,
                 std::unordered_map<uint32_t, llvm::Value*>& values) {
   for (ir::NodeId id : k.nodes) {
     const ir::Node& n = g.node(id);

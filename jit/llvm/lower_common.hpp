@@ -3,7 +3,7 @@
 // dtypes in LLVM, each node's scalar rule (src/ops/scalar.hpp through JV), broadcast indexing.
 #pragma once
 
-#include "plan.hpp"
+#include "lower.hpp"
 #include "llvm/jv.hpp"
 
 #include <unordered_map>
@@ -39,7 +39,7 @@ RowLayout row_layout(const std::vector<ir::Shape>& operands, const ir::Shape& ou
 
 /// The kernel's nodes evaluated in order on `values` (each operand's value as held for its
 /// dtype, by node index), in the current emission's lanes: adds every node's value.
-void eval_nodes(const ir::Graph& g, const EwKernel& k,
+void eval_nodes(const ir::Graph& g, const ir::FusedKernel& k,
                 std::unordered_map<uint32_t, llvm::Value*>& values);
 
 } // namespace rlx::jit::ew

@@ -74,7 +74,7 @@ bool streaming_enabled() {
   return env != nullptr && std::string_view(env) == "1";
 }
 
-bool may_stream(const ir::Graph& g, const EwKernel& k, unsigned lanes) {
+bool may_stream(const ir::Graph& g, const ir::FusedKernel& k, unsigned lanes) {
   int64_t numel = 1;
   for (int64_t sz : k.shape.sizes()) numel *= sz;
   int64_t out_bytes = 0;
@@ -97,8 +97,9 @@ std::size_t loop_body_size(const llvm::Module& m) {
 
 /// The kernel's module with values of `lanes` lanes (0: scalar code the loop vectorizer may
 /// widen).
-ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std::string& name,
-                               unsigned lanes, bool stream, bool& generic_out) {
+ModuleBuilder emit_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
+                               const std::string& name, unsigned lanes, bool stream,
+                               bool& generic_out) {
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
@@ -113,14 +114,16 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
   RowLayout layout = row_layout(operand_shapes, k.shape);
   llvm::Value* begin = body_fn->getArg(unsigned(n_bufs));
   llvm::Value* end = body_fn->getArg(unsigned(n_bufs + 1));
-  // Size-generic kernels: when one row spans the whole iteration space (every operand has the
-  // output's shape or one element), the loop bound is the call's `end` and no extent appears in
-  // the code, so the same machine code serves every size of a dynamic dimension (the session
-  // caches code by content). ExtentPolicy::Specialize bakes the length in instead.
+  // Size-generic kernels (the plan's FusedKernel::runtime_extent: every operand has the
+  // output's shape or one element, and the extent policy is Generic): the loop bound is the
+  // call's `end` and no extent appears in the code, so the same machine code serves every size
+  // of a dynamic dimension (the session caches code by content). A streaming kernel (`stream`:
+  // see may_stream) is compiled for its size.
   int64_t numel = 1;
   for (int64_t sz : k.shape.sizes()) numel *= sz;
-  // A streaming kernel (`stream`: see may_stream) is compiled for its size.
-  bool generic = layout.inner == numel && extent_policy() == ExtentPolicy::Generic && !stream;
+  bool generic = k.runtime_extent && !stream;
+  if (generic && layout.inner != numel)
+    throw InternalError("jit: a kernel of runtime extent whose operands do not run one row");
   llvm::Value* inner = generic ? end : b.getInt64(uint64_t(layout.inner));
 
   // Rows [begin / inner, ceil(end / inner)), each clipped to [begin, end).
@@ -286,7 +289,8 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const EwKernel& k, const std:
 
 } // namespace
 
-NativeKernel lower_elementwise(const ir::Graph& g, const EwKernel& k, const std::string& name) {
+NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
+                               const std::string& name) {
   // Explicit vectors of the host's width, unless a node needs a math function that has no
   // vector implementation (f64 transcendentals, sin, pow, ...): that kernel is emitted as scalar
   // code, which the loop vectorizer widens where it can.

@@ -117,7 +117,7 @@ llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
 
 bool lowers_as_row(const ir::Graph& g, const ir::Node& n) { return row_len(g, n) > 0; }
 
-bool fits_row_prologue(const ir::Graph& g, const ir::Node& n, const EwKernel& k) {
+bool fits_row_prologue(const ir::Graph& g, const ir::Node& n, const ir::FusedKernel& k) {
   int64_t len = row_len(g, n);
   const ir::Shape& x = g.shape(n.inputs[0]);
   return len > 0 && k.shape.dims() == x.dims() && k.shape.dtype() == x.dtype() &&
@@ -183,7 +183,7 @@ struct RowEmitter {
 /// The element function of a row's prologue: operands constant along the row are read once
 /// here (or are immediates), the others at row0 + i; the kernel's nodes then compute x, as
 /// held for its dtype. bufs: the prologue's operands are the body's first arguments.
-std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const EwKernel& k,
+std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const ir::FusedKernel& k,
                                                        ir::NodeId x, llvm::Function* body,
                                                        llvm::Value* row0, llvm::Type* ety) {
   llvm::IRBuilder<>& b = B();
@@ -224,7 +224,7 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
 } // namespace
 
 NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
-                       const EwKernel* prologue) {
+                       const ir::FusedKernel* prologue) {
   int64_t len = row_len(g, n);
   if (len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
   ModuleBuilder mb = new_module(name);

@@ -1,5 +1,5 @@
 // jit/llvm/session_info.cpp -- LLVM version and host CPU (LLVM headers stay inside jit/llvm).
-#include "runtime/probes.hpp"
+#include "probes.hpp"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Config/llvm-config.h>

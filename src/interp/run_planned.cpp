@@ -1,75 +1,115 @@
-// src/interp/run_planned.cpp -- run a LIR module exactly as its buffer plan says: one arena,
-// every value written to its slot, views read from their root's bytes. Whatever a wrong plan
-// overwrites while it is still live shows up in the results.
+// src/interp/run_planned.cpp -- run a LIR module exactly as its plan says, on the reference
+// kernels: steps in order, each computing its nodes from the bytes its plan gives their
+// operands, its results written to their homes (one arena, buffers of their own freed where
+// the plan frees them, views read from their root's bytes). Whatever a wrong plan overwrites,
+// frees or reads too early shows up in the results or as an error.
 #include "rlx/interp.hpp"
 #include "rlx/ir/lir.hpp"
 
 #include <cstring>
+#include <optional>
+#include <unordered_map>
 
 namespace rlx::interp {
 
-std::vector<Buffer> run_planned(const ir::LirModule& lir, std::span<const Buffer* const> leaves) {
-  const ir::Graph& g = lir.mir;
-  const ir::BufferPlan& plan = lir.buffers;
-  std::vector<const Buffer*> fed = feed_leaves(g, leaves);
-  // Poisoned (all bits set: NaN for floats) so a read of bytes nothing wrote is visible.
-  Storage arena(plan.arena_size, false);
-  if (arena.size()) std::memset(arena.data(), 0xFF, arena.size());
-  std::map<ir::NodeId, Buffer> own; // constants and outputs without a slot
+namespace {
 
-  auto bytes = [&](ir::NodeId id) -> std::span<const std::byte> {
-    uint64_t size = uint64_t(g.shape(id).size_bytes().value_or(0));
-    if (fed[id.index]) return fed[id.index]->bytes();
-    if (auto it = own.find(id); it != own.end()) return it->second.bytes();
-    ir::NodeId root = id;
-    uint64_t off = 0;
-    if (auto v = plan.view_aliases.find(id); v != plan.view_aliases.end()) {
-      root = v->second.root;
-      off = v->second.byte_offset;
-      if (fed[root.index] || own.count(root)) {
-        std::span<const std::byte> r =
-            fed[root.index] ? fed[root.index]->bytes() : own.at(root).bytes();
-        RLX_CHECK(off + size <= r.size(), "view ", id, " reads past its root ", root);
-        return r.subspan(off, size);
+class PlannedRun {
+public:
+  PlannedRun(const ir::LirModule& lir, std::span<const Buffer* const> leaves)
+      : lir_(lir), g_(lir.mir), fed_(feed_leaves(g_, leaves)), own_(g_.len()),
+        // Poisoned (all bits set: NaN for floats) so a read of bytes nothing wrote is visible.
+        arena_(lir.memory.arena_size, false) {
+    if (arena_.size()) std::memset(arena_.data(), 0xFF, arena_.size());
+    for (ir::NodeId c : lir.memory.io.constants) own_[c.index] = eval_node_of_graph(g_.node(c), {});
+  }
+
+  std::vector<Buffer> run() {
+    for (std::size_t s = 0; s < lir_.steps.size(); ++s) {
+      const ir::LirStep& step = lir_.steps[s];
+      if (lir_.place(step.node).home == ir::Home::View) continue; // its root's bytes
+      local_.clear();
+      for (ir::NodeId id : step.nodes) {
+        const ir::Node& n = g_.node(id);
+        std::vector<Buffer> operands;
+        for (ir::NodeId in : n.inputs) operands.push_back(value(in));
+        std::vector<const Buffer*> ptrs;
+        for (const Buffer& b : operands) ptrs.push_back(&b);
+        local_[id.index] = eval_node_of_graph(n, ptrs);
       }
+      for (ir::NodeId id : step.writes) store(id, local_.at(id.index));
+      for (ir::NodeId id : lir_.memory.releases[s]) own_[id.index].reset();
     }
-    auto slot = plan.assignments.find(root);
-    RLX_CHECK(slot != plan.assignments.end(), "node ", id, " has no bytes in the plan");
-    off += slot->second.offset;
-    RLX_CHECK(off + size <= arena.size(), "node ", id, " reads past the arena");
-    return std::span<const std::byte>(arena.data() + off, size);
-  };
-  auto copy_of = [&](ir::NodeId id) {
-    Buffer b = Buffer::uninitialized(g.shape(id));
+    std::vector<Buffer> outs;
+    for (ir::NodeId o : g_.outputs) outs.push_back(copy_of(o));
+    return outs;
+  }
+
+private:
+  /// The value of operand `id` of a node being computed: made earlier in the same step, read
+  /// from its bytes, or (a movement folded into its reader) computed from its own operand.
+  Buffer value(ir::NodeId id) {
+    if (auto it = local_.find(id.index); it != local_.end()) return it->second;
+    if (lir_.place(id).home != ir::Home::None || fed_[id.index]) return copy_of(id);
+    const ir::Node& n = g_.node(id);
+    RLX_CHECK(!n.inputs.empty(), "node ", id, " has no bytes in the plan and no operand");
+    std::vector<Buffer> operands;
+    for (ir::NodeId in : n.inputs) operands.push_back(value(in));
+    std::vector<const Buffer*> ptrs;
+    for (const Buffer& b : operands) ptrs.push_back(&b);
+    return eval_node_of_graph(n, ptrs);
+  }
+
+  std::span<const std::byte> bytes(ir::NodeId id) {
+    uint64_t size = uint64_t(g_.shape(id).size_bytes().value_or(0));
+    const ir::Placement& p = lir_.place(id);
+    ir::NodeId root = p.home == ir::Home::View ? p.root : id;
+    uint64_t off = p.home == ir::Home::View ? p.offset : 0;
+    std::span<const std::byte> r;
+    if (fed_[root.index])
+      r = fed_[root.index]->bytes();
+    else if (own_[root.index])
+      r = own_[root.index]->bytes();
+    else if (lir_.place(root).home == ir::Home::Arena)
+      r = std::span<const std::byte>(arena_.data(), arena_.size()).subspan(lir_.place(root).offset);
+    else
+      throw InternalError(rlx::detail::cat("node ", id, " is read but has no bytes (freed, or ",
+                                           "never written) in the plan of @", g_.name));
+    RLX_CHECK(off + size <= r.size(), "node ", id, " reads past the bytes of ", root);
+    return r.subspan(off, size);
+  }
+
+  Buffer copy_of(ir::NodeId id) {
+    Buffer b = Buffer::uninitialized(g_.shape(id));
     std::span<const std::byte> src = bytes(id);
     if (!src.empty()) std::memcpy(b.bytes().data(), src.data(), src.size());
     return b;
-  };
+  }
 
-  for (ir::NodeId c : plan.io.constants) own[c] = eval_node_of_graph(g.node(c), {});
-  std::vector<Buffer> operands;
-  std::vector<const Buffer*> ptrs;
-  for (ir::NodeId id : plan.schedule) {
-    if (plan.view_aliases.count(id)) continue; // its bytes are its root's
-    const ir::Node& n = g.node(id);
-    operands.clear();
-    ptrs.clear();
-    for (ir::NodeId in : n.inputs) operands.push_back(copy_of(in));
-    for (const Buffer& b : operands) ptrs.push_back(&b);
-    Buffer result = eval_node_of_graph(n, ptrs);
-    auto slot = plan.assignments.find(id);
-    if (slot == plan.assignments.end()) {
-      own[id] = std::move(result);
-      continue;
+  void store(ir::NodeId id, const Buffer& result) {
+    const ir::Placement& p = lir_.place(id);
+    if (p.home != ir::Home::Arena) {
+      own_[id.index] = result;
+      return;
     }
-    RLX_CHECK(slot->second.offset + result.bytes().size() <= arena.size(), "node ", id,
+    RLX_CHECK(p.offset + result.bytes().size() <= arena_.size(), "node ", id,
               " writes past the arena");
     if (!result.bytes().empty())
-      std::memcpy(arena.data() + slot->second.offset, result.bytes().data(), result.bytes().size());
+      std::memcpy(arena_.data() + p.offset, result.bytes().data(), result.bytes().size());
   }
-  std::vector<Buffer> outs;
-  for (ir::NodeId o : g.outputs) outs.push_back(copy_of(o));
-  return outs;
+
+  const ir::LirModule& lir_;
+  const ir::Graph& g_;
+  std::vector<const Buffer*> fed_;
+  std::vector<std::optional<Buffer>> own_; ///< constants, and values of their own not yet freed
+  Storage arena_;
+  std::unordered_map<uint32_t, Buffer> local_; ///< the values of the step being run
+};
+
+} // namespace
+
+std::vector<Buffer> run_planned(const ir::LirModule& lir, std::span<const Buffer* const> leaves) {
+  return PlannedRun(lir, leaves).run();
 }
 
 } // namespace rlx::interp

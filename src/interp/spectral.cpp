@@ -1,7 +1,7 @@
 // src/interp/spectral.cpp -- spectral kernels: fft (a double-precision FFT of our own: radix-2
 // for powers of two, a direct DFT for short rows, Bluestein's chirp transform otherwise), lfilter
 // (direct form II transposed in double), conjugate and complex_norm_sq. Results round once to
-// the output dtype. The JIT runs fft through FFTW instead (src/runtime/fftw_kernels.cpp), so the
+// the output dtype. The JIT runs fft through FFTW instead (jit/fftw_kernels.cpp), so the
 // two are independent implementations checked against each other and against numpy.
 #include "kernels.hpp"
 

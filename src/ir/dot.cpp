@@ -1,5 +1,5 @@
-// src/ir/dot.cpp -- Graphviz DOT export of every stage, and the element-wise regions drawn as
-// clusters.
+// src/ir/dot.cpp -- Graphviz DOT export of every stage; a LIR's steps of several nodes (fused
+// kernels, row ops with their prologue) drawn as clusters.
 #include "rlx/ir/dot.hpp"
 
 #include "rlx/ir/text.hpp"
@@ -11,12 +11,6 @@
 namespace rlx::ir {
 
 namespace {
-
-bool is_elementwise(const Node& n) {
-  Family f = n.op.family();
-  return (f == Family::EwUnary || f == Family::EwBinary || f == Family::EwTernary) &&
-         n.shape.is_static();
-}
 
 /// Inputs, Params and Constants: values the caller feeds or the graph holds.
 bool is_leaf(const Node& n) { return has_trait(n.op.kind(), kLeaf); }
@@ -56,14 +50,7 @@ std::string graph_dot(const Graph& g, const DotOptions& opts, std::string_view k
     if (is_output[n.id.index]) os << ", peripheries=2";
     os << "];\n";
   }
-  std::vector<DotCluster> clusters = opts.clusters;
-  if (clusters.empty() && opts.regions) {
-    std::size_t i = 0;
-    for (std::vector<NodeId>& r : elementwise_regions(g))
-      clusters.push_back(
-          {"element-wise region " + std::to_string(i++) + " (" + std::to_string(r.size()) + " ops)",
-           std::move(r)});
-  }
+  const std::vector<DotCluster>& clusters = opts.clusters;
   std::vector<char> drawn(g.len(), 0);
   for (std::size_t c = 0; c < clusters.size(); ++c) {
     os << "  subgraph cluster_" << c << " {\n    label=" << quoted(clusters[c].label)
@@ -83,48 +70,15 @@ std::string graph_dot(const Graph& g, const DotOptions& opts, std::string_view k
 
 } // namespace
 
-std::vector<std::vector<NodeId>> elementwise_regions(const Graph& g) {
-  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-  // step[i]: when node i's value is ready (leaves: 0); a region runs at the step it was opened.
-  std::vector<std::size_t> region(g.len(), kNone), step(g.len(), 0);
-  std::vector<std::vector<NodeId>> regions;
-  std::vector<std::size_t> region_step;
-  std::size_t steps = 0;
-  for (const Node& n : g.nodes()) {
-    if (is_leaf(n)) continue;
-    if (!is_elementwise(n)) {
-      step[n.id.index] = ++steps;
-      continue;
-    }
-    // Join a region of the same shape when every operand outside it is ready before that region
-    // runs (then no outside node both reads the region and feeds it): an operand's region
-    // first, else the latest one (independent chains over the same elements share a loop).
-    auto can_join = [&](std::size_t r) {
-      if (g.shape(regions[r].front()).dims() != n.shape.dims()) return false;
-      return std::all_of(n.inputs.begin(), n.inputs.end(), [&](NodeId other) {
-        return region[other.index] == r || step[other.index] < region_step[r];
-      });
-    };
-    std::size_t join = kNone;
-    for (NodeId in : n.inputs)
-      if (region[in.index] != kNone && can_join(region[in.index])) {
-        join = region[in.index];
-        break;
-      }
-    for (std::size_t r = regions.size(); join == kNone && r-- > 0;)
-      if (can_join(r)) join = r;
-    if (join == kNone) {
-      join = regions.size();
-      regions.emplace_back();
-      region_step.push_back(++steps);
-    }
-    regions[join].push_back(n.id);
-    region[n.id.index] = join;
-    step[n.id.index] = region_step[join];
+std::vector<DotCluster> step_clusters(const LirModule& lir) {
+  std::vector<DotCluster> out;
+  for (std::size_t s = 0; s < lir.steps.size(); ++s) {
+    const LirStep& step = lir.steps[s];
+    if (step.nodes.size() < 2) continue;
+    out.push_back({"step " + std::to_string(s) + ": " + std::string(step.rule->name()) + " (" +
+                       std::to_string(step.nodes.size()) + " ops)",
+                   step.nodes});
   }
-  std::vector<std::vector<NodeId>> out;
-  for (std::vector<NodeId>& r : regions)
-    if (r.size() > 1) out.push_back(std::move(r));
   return out;
 }
 
@@ -133,16 +87,21 @@ std::string to_dot(const Graph& g, const DotOptions& opts) {
 }
 
 std::string to_dot(const LirModule& lir, const DotOptions& opts) {
-  const BufferPlan& p = lir.buffers;
-  return graph_dot(lir.mir, opts, "lir", [&](NodeId id) {
+  const Memory& m = lir.memory;
+  DotOptions with_steps = opts;
+  if (with_steps.clusters.empty()) with_steps.clusters = step_clusters(lir);
+  return graph_dot(lir.mir, with_steps, "lir", [&](NodeId id) {
     std::ostringstream os;
-    if (auto s = p.assignments.find(id); s != p.assignments.end()) {
-      const Lifetime& l = p.lifetimes.at(id);
-      os << "@[" << s->second.offset << ", " << s->second.offset + s->second.size << ") live "
-         << l.first << ".." << l.last;
-    } else if (auto v = p.view_aliases.find(id); v != p.view_aliases.end()) {
-      os << "view of %" << v->second.root.index << " +" << v->second.byte_offset;
-    }
+    const Placement& p = lir.place(id);
+    const Lifetime& l = m.lifetimes[id.index];
+    if (p.home == Home::Arena)
+      os << "@[" << p.offset << ", "
+         << p.offset + uint64_t(lir.mir.shape(id).size_bytes().value_or(0)) << ") live " << l.first
+         << ".." << l.last;
+    else if (p.home == Home::Own)
+      os << "own buffer, live " << l.first << ".." << l.last;
+    else if (p.home == Home::View)
+      os << "view of %" << p.root.index << " +" << p.offset;
     return os.str();
   });
 }

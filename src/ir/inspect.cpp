@@ -52,11 +52,17 @@ std::string Graph::inspect() const {
     os << "\n";
   }
   os << "\n";
+  // Counted once for the graph (use_count per node would make the dump quadratic).
+  std::vector<std::size_t> users(nodes_.size(), 0);
+  std::vector<char> output(nodes_.size(), 0);
+  for (const Node& n : nodes_)
+    for (NodeId in : n.inputs) ++users[in.index];
+  for (NodeId o : outputs) output[o.index] = 1;
   for (const Node& n : nodes_) {
     std::string line = node_to_text(*this, n.id);
     std::vector<std::string> tags;
-    auto users_n = use_count(n.id);
-    bool is_out = std::find(outputs.begin(), outputs.end(), n.id) != outputs.end();
+    std::size_t users_n = users[n.id.index];
+    bool is_out = output[n.id.index] != 0;
     if (users_n == 0 && !is_out) tags.push_back("unused");
     if (users_n > 1) tags.push_back(std::to_string(users_n) + " users");
     if (is_out) tags.push_back("output");

@@ -1,7 +1,7 @@
 // src/runtime/executable.cpp -- backends, executables and the process-wide compile cache.
 #include "rlx/runtime.hpp"
 
-#include "runtime/jit_backend.hpp"
+#include "runtime/backend.hpp"
 
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
@@ -85,26 +85,37 @@ std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
   if (!backend_available(backend))
     fail(ErrorKind::Unsupported, "compile: backend ", enum_name(backend),
          " is not available in this build; use Backend::Interp");
-  // The compile pipeline (rlx/passes.hpp) runs in front of both backends: its default passes
-  // keep the graph's leaves as they are, and every value bit for bit but for the fused residual
-  // norms, which keep their sums unrounded.
+  if (const runtime::CompilingBackend* b = runtime::find_backend(backend))
+    return b->compile(plan_for(g, backend));
   ir::verify(g);
   ir::Graph opt = g;
-  // Where the JIT's GEMM runs, convolutions become products and a product's bias and
-  // activation go into the GEMM's store (the interpreter keeps the unfused reference forms).
-  passes::PipelineOptions opts;
-  const bool gemm = backend == Backend::Jit && jit::gemm_supported();
-  opts.conv_as_matmul = gemm;
-  opts.fuse.matmul_bias_act = gemm;
-  passes::compile_pipeline(opt, opts);
-  if (backend == Backend::Jit) return jit::compile_graph(opt);
+  passes::compile_pipeline(opt);
   return std::make_shared<InterpExecutable>(opt);
 }
 
 } // namespace
 
+ir::PlanOptions plan_options(Backend backend) {
+  const runtime::CompilingBackend* b = runtime::find_backend(backend);
+  return b ? b->plan_options() : ir::PlanOptions{};
+}
+
+ir::LirModule plan_for(const ir::Graph& graph, Backend backend) {
+  if (graph.has_dynamic_dims())
+    fail(ErrorKind::Bind, "plan_for: graph @", graph.name,
+         " has dynamic dims; bind them first (Graph::bind)");
+  ir::verify(graph);
+  // The compile pipeline (rlx/passes.hpp) runs in front of both backends: its default passes
+  // keep the graph's leaves as they are, and every value bit for bit but for the fused residual
+  // norms, which keep their sums unrounded.
+  ir::Graph opt = graph;
+  const runtime::CompilingBackend* b = runtime::find_backend(backend);
+  passes::compile_pipeline(opt, b ? b->pipeline_options() : passes::PipelineOptions{});
+  return ir::plan_lir(std::move(opt), plan_options(backend));
+}
+
 bool backend_available(Backend backend) {
-  return backend == Backend::Interp || backend == Backend::Jit;
+  return backend == Backend::Interp || runtime::find_backend(backend) != nullptr;
 }
 
 Backend default_backend() { return Backend(backend_slot().load()); }
@@ -186,7 +197,7 @@ CacheStats cache_stats() {
   s.runs = c.runs.load(std::memory_order_relaxed);
   s.run_ms = c.run_ms.load(std::memory_order_relaxed);
   s.entries = int64_t(c.entries.size());
-  jit::add_kernel_stats(s);
+  if (const runtime::CompilingBackend* b = runtime::find_backend(Backend::Jit)) b->add_stats(s);
   return s;
 }
 

@@ -140,7 +140,7 @@ expect_stdout_has "--inspect lists dynamic symbols" "dynamic symbols: ?batch"
 expect_ok "check --bind batch=3" check dynamic.rlx --bind batch=3
 expect_stdout_has "--bind specializes ?batch" '%0 = input("x") : [3, 3] f32'
 
-# ---- check --dot and --lir: Graphviz export and the buffer-planned LIR
+# ---- check --dot and --lir: Graphviz export and the plan the JIT runs
 expect_ok "check --dot mlp.rlx" check --dot mlp.rlx
 expect_stdout_has "--dot prints a digraph named by stage and graph" 'digraph "mir @mlp" {'
 expect_stdout_has "--dot draws the add+relu region as a cluster" 'subgraph cluster_0'
@@ -148,7 +148,9 @@ expect_stdout_has "--dot draws the matmul -> add edge" 'n3 -> n4;'
 expect_stdout_has "--dot draws the output double-bordered" 'relu(%4) : [2, 4] f32 #\"hidden\"", peripheries=2'
 expect_ok "check --lir --bind batch=3 dynamic.rlx" check --lir dynamic.rlx --bind batch=3
 expect_stdout_has "--lir prints the arena" 'lir @dynamic (arena '
-expect_stdout_has "--lir gives the matmul a slot live to the end" '%2 = matmul(%0, %1) : [3, 2] f32 #"y/projected"   // @[0, 24) live 0..3'
+expect_stdout_has "--lir runs the matmul as a GEMM step" '0: gemm %2 = matmul(%0, %1) : [3, 2] f32 #"y/projected"'
+expect_stdout_has "--lir gives the output a buffer of its own, live to the end" '-> %2 own buffer live 0..2'
+expect_stdout_has "--lir computes tanh inside the row sum" '1: row %4 = reduce_sum(%3, axes=[1]) : [3] f32 #"row sums" (operand 0 computed by k0)'
 expect_ok "check --lir --dot" check --lir --dot mlp.rlx
 expect_stdout_has "--lir --dot labels slots" 'live 0..'
 expect_error "check --lir needs a static graph" 1 "--bind SYMBOL=SIZE" check --lir dynamic.rlx

@@ -7,7 +7,7 @@
 #include <rlx/ir/dot.hpp>
 #include <rlx/ir/json.hpp>
 #include <rlx/ir/text.hpp>
-#include <rlx/passes.hpp>
+#include <rlx/runtime.hpp>
 
 #include <iostream>
 
@@ -48,12 +48,16 @@ int check_command(std::span<const std::string> args) {
     if (g.has_dynamic_dims())
       throw Error(ErrorKind::Bind, path + ": --lir plans buffers of a static graph; bind its "
                                           "dynamic dims with --bind SYMBOL=SIZE");
-    ir::LirModule lir = passes::compile_module(ir::GraphModule(std::move(g)));
-    ir::verify_plan(lir.mir, lir.buffers);
+    ir::LirModule lir = plan_for(g, Backend::Jit); // the plan the JIT runs
+    ir::verify_plan(lir);
     std::cout << (a.has("--dot") ? ir::to_dot(lir) : lir.to_string());
-  } else if (a.has("--dot"))
-    std::cout << ir::to_dot(g);
-  else if (a.has("--json"))
+  } else if (a.has("--dot")) {
+    // A static graph's clusters: the steps of several nodes the JIT would make of it as it is.
+    ir::DotOptions opts;
+    if (!g.has_dynamic_dims())
+      opts.clusters = ir::step_clusters(ir::plan_lir(g, plan_options(Backend::Jit)));
+    std::cout << ir::to_dot(g, opts);
+  } else if (a.has("--json"))
     std::cout << ir::to_json(g, /*pretty=*/true);
   else if (a.has("--inspect"))
     std::cout << g.inspect();

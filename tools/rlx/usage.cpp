@@ -11,7 +11,7 @@ Check and run rlx graphs (text IR or JSON) from the command line.
 
 commands:
   check FILE            parse and verify a graph, print it as text IR (or --json, --inspect,
-                        --dot; --lir: optimized and buffer-planned)
+                        --dot; --lir: optimized and planned)
   run FILE --out DIR    run a graph on .npy inputs and write its outputs as .npy files
   compare A.npy B.npy   test helper: exit 0 when two .npy files are close (numpy.allclose)
   help [COMMAND]        print this text, or a command's usage
@@ -33,10 +33,11 @@ ends in .onnx; '-' reads standard input), verify it and print it as text IR on s
 options:
   --json                print the graph as JSON instead
   --inspect             print the annotated dump (Graph::inspect) instead
-  --dot                 print a Graphviz DOT graph instead (element-wise regions as clusters;
+  --dot                 print a Graphviz DOT graph instead (the JIT's fused steps as clusters;
                         render with `dot -Tsvg`)
-  --lir                 run the compile pipeline, plan the buffers (one arena, offsets from
-                        liveness, views) and print the LIR (text, or DOT with --dot); the
+  --lir                 run the compile pipeline and print the plan the JIT runs: its steps
+                        (fused kernels, row ops, GEMMs, views, interpreter steps) and memory
+                        (one arena, offsets from lifetimes) as text, or DOT with --dot; the
                         graph must be static (see --bind)
   --bind SYMBOL=SIZE    bind a dynamic dim (e.g. --bind batch=4) before printing; repeatable
   -h, --help            print this text

@@ -1,4 +1,5 @@
-// include/rlx/ir/dot.hpp -- Graphviz DOT export of any stage, fused regions drawn as clusters.
+// include/rlx/ir/dot.hpp -- Graphviz DOT export of any stage, a LIR's fused steps drawn as
+// clusters.
 #pragma once
 
 #include "rlx/ir/graph.hpp"
@@ -18,10 +19,9 @@ struct DotCluster {
 };
 
 struct DotOptions {
-  /// Boxes to draw; a node belongs to at most one (later clusters lose repeated nodes). Empty:
-  /// the element-wise regions (ir::elementwise_regions) of the graph.
+  /// Boxes to draw; a node belongs to at most one (later clusters lose repeated nodes). Empty
+  /// for a LIR: its steps of several nodes (step_clusters).
   std::vector<DotCluster> clusters;
-  bool regions = true; ///< draw elementwise_regions when `clusters` is empty
 };
 
 /// `digraph "name" { ... }`: one box per node (op, attributes, shape), leaves as ellipses,
@@ -29,16 +29,12 @@ struct DotOptions {
 std::string to_dot(const Graph& g, const DotOptions& opts = {});
 /// HIR blocks as boxes (block name and output shape).
 std::string to_dot(const HirModule& hir);
-/// The MIR graph with each node's slot or view and lifetime in its label.
+/// The MIR graph with each node's home and lifetime in its label, the plan's steps as clusters.
 std::string to_dot(const LirModule& lir, const DotOptions& opts = {});
 std::string to_dot(const GraphModule& module, const DotOptions& opts = {});
 
-/// Element-wise regions decided by op family: groups of element-wise nodes (unary, binary,
-/// ternary families) of one static shape that a backend can run as one loop, formed greedily in
-/// topological order: a node joins its operand's region, else the latest region of its shape,
-/// when every operand from outside is ready before that region runs (so no node outside both
-/// reads the region and feeds it). The JIT's plan (jit/plan.cpp) groups the same way with its
-/// own limits (which ops it lowers, region size). Regions of one node are left out.
-std::vector<std::vector<NodeId>> elementwise_regions(const Graph& g);
+/// One cluster per step of the plan that computes several nodes (a fused element-wise kernel,
+/// a row op with its prologue, a GEMM with its residual add), labelled with the step and rule.
+std::vector<DotCluster> step_clusters(const LirModule& lir);
 
 } // namespace rlx::ir

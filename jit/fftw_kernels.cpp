@@ -1,4 +1,4 @@
-// src/runtime/fftw_kernels.cpp -- fft nodes on FFTW for the JIT. One guru "split" plan per
+// jit/fftw_kernels.cpp -- fft nodes on FFTW for the JIT. One guru "split" plan per
 // (precision, layout, length, rows, direction) describes both layouts without copying: the 2N
 // real-block layout has real parts at stride 1 and imaginary parts n further, c64 interleaves them
 // at stride 2. The inverse swaps the real and imaginary pointers (FFTW's documented way to run a
@@ -6,7 +6,7 @@
 // FFTW_PRESERVE_INPUT on scratch arrays and run on each call's buffers through the new-array
 // execute functions, which are thread safe; the planner is not, so one mutex guards planning and
 // the plan table.
-#include "runtime/fftw_kernels.hpp"
+#include "fftw_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// src/runtime/fftw_kernels.hpp -- the JIT's FFT steps on FFTW (src/runtime/fftw_kernels.cpp, the
+// jit/fftw_kernels.hpp -- the JIT's FFT steps on FFTW (jit/fftw_kernels.cpp, the
 // only file with FFTW's transforms; this header has no FFTW types).
 #pragma once
 

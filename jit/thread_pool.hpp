@@ -1,4 +1,4 @@
-// src/runtime/thread_pool.hpp -- the one thread pool every compiled kernel runs on.
+// jit/thread_pool.hpp -- the one thread pool every compiled kernel runs on.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// src/runtime/fft_probe.cpp -- an FFTW r2c plan, the route rlx's FFT ops will take.
-#include "runtime/probes.hpp"
+// jit/fft_probe.cpp -- an FFTW r2c plan, the route rlx's FFT ops will take.
+#include "probes.hpp"
 
 #include <cmath>
 #include <fftw3.h>

@@ -1,4 +1,4 @@
-// src/runtime/probes.hpp -- smallest uses of each backend dependency (LLVM, asmjit, FFTW), so the
+// jit/probes.hpp -- smallest uses of each backend dependency (LLVM, asmjit, FFTW), so the
 // build proves they are found, link and work before the real backends land.
 #pragma once
 

@@ -1,6 +1,6 @@
-// src/runtime/thread_pool.cpp -- a small fork-join pool: workers wait for a job, take chunks
+// jit/thread_pool.cpp -- a small fork-join pool: workers wait for a job, take chunks
 // from an atomic counter, and the caller joins in.
-#include "runtime/thread_pool.hpp"
+#include "thread_pool.hpp"
 
 #include "rlx/runtime.hpp"
 

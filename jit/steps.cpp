@@ -1,0 +1,207 @@
+// jit/steps.cpp -- the JIT's step policy and its rules for fused element-wise kernels, row
+// kernels, views and interpreter steps (GEMM: jit/gemm_step.cpp; library kernels:
+// jit/library.cpp).
+#include "steps.hpp"
+
+#include "lower.hpp"
+#include "thread_pool.hpp"
+#include "llvm/session.hpp"
+
+#include "rlx/ir/text.hpp"
+#include "rlx/runtime.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+
+namespace rlx::jit {
+
+namespace {
+
+/// Kernels split across threads in chunks of at least this many elements (smaller ones are not
+/// worth waking a thread for).
+constexpr int64_t kParallelGrain = 1 << 15;
+
+/// RLX_LOG=compile: one line per kernel.
+void log_compile(const ir::Graph& g, const std::vector<ir::NodeId>& nodes, const ir::Shape& shape,
+                 const std::string& name, std::chrono::steady_clock::time_point t0) {
+  std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+  std::string ops;
+  for (ir::NodeId id : nodes) {
+    if (!ops.empty()) ops += ',';
+    ops += g.node(id).op.name();
+  }
+  CompileRecord rec = last_compile();
+  char time[32];
+  std::snprintf(time, sizeof time, "%.3f", ms.count());
+  log_line("rlx: compile " + name + " ops=" + ops + " shape=" + ir::short_str(shape) +
+           " from=" + origin_name(rec.origin) + " ms=" + time + " symbol=" + rec.symbol);
+}
+
+class ElementwiseStep final : public PreparedStep {
+public:
+  ElementwiseStep(NativeKernel code, int64_t n, const ir::LirStep& step)
+      : code_(std::move(code)), n_(n), step_(step) {}
+  void run(RunState& s) const override {
+    s.gather_reads(step_);
+    for (ir::NodeId out : step_.writes) s.args.push_back(s.result(out));
+    KernelFn fn = code_.fn;
+    void* const* bufs = s.args.data();
+    int64_t n = n_;
+    // Threads take whole 16-element blocks, so each range starts 64-byte aligned (f32) and
+    // its vector stores do not split cache lines (and may stream, see lower_elementwise).
+    constexpr int64_t kBlock = 16;
+    runtime::parallel_for(
+        (n + kBlock - 1) / kBlock, kParallelGrain / kBlock,
+        [&](int64_t b, int64_t e) { fn(bufs, b * kBlock, std::min(e * kBlock, n)); });
+  }
+
+private:
+  NativeKernel code_;
+  int64_t n_;
+  const ir::LirStep& step_;
+};
+
+class ElementwiseRule final : public JitRule {
+public:
+  using JitRule::JitRule;
+  bool takes(const ir::Graph& g, const ir::Node& n) const override { return lowers_natively(g, n); }
+  std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
+    const ir::LirStep& step = c.lir.steps[i];
+    const ir::FusedKernel& k = c.lir.kernels[step.kernel];
+    const std::string& name = c.names.kernels[step.kernel];
+    auto t0 = std::chrono::steady_clock::now();
+    NativeKernel code = lower_elementwise(c.lir.mir, k, name);
+    if (c.debug.log_compile) log_compile(c.lir.mir, k.nodes, k.shape, name, t0);
+    return std::make_unique<ElementwiseStep>(std::move(code), *k.shape.num_elements(), step);
+  }
+};
+
+class RowStep final : public PreparedStep {
+public:
+  RowStep(NativeKernel code, int64_t rows, int64_t len, const ir::LirStep& step)
+      : code_(std::move(code)), rows_(rows), len_(len), step_(step) {}
+  void run(RunState& s) const override {
+    s.gather_reads(step_);
+    s.args.push_back(s.result(step_.node));
+    void* const* bufs = s.args.data();
+    KernelFn fn = code_.fn;
+    runtime::parallel_for(rows_, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len_, 1)),
+                          [&](int64_t b, int64_t e) { fn(bufs, b, e); });
+  }
+
+private:
+  NativeKernel code_;
+  int64_t rows_, len_;
+  const ir::LirStep& step_;
+};
+
+class RowRule final : public JitRule {
+public:
+  using JitRule::JitRule;
+  bool takes(const ir::Graph& g, const ir::Node& n) const override { return lowers_as_row(g, n); }
+  bool takes_prologue(const ir::Graph& g, const ir::Node& n,
+                      const ir::FusedKernel& k) const override {
+    return fits_row_prologue(g, n, k);
+  }
+  std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
+    const ir::LirStep& step = c.lir.steps[i];
+    const ir::Graph& g = c.lir.mir;
+    const ir::Node& n = g.node(step.node);
+    std::string& name = c.names.steps[i] = kernel_name();
+    const ir::FusedKernel* prologue =
+        step.kernel == ir::kNoKernel ? nullptr : &c.lir.kernels[step.kernel];
+    auto t0 = std::chrono::steady_clock::now();
+    NativeKernel code = lower_row(g, n, name, prologue);
+    if (c.debug.log_compile) log_compile(g, step.nodes, n.shape, name, t0);
+    int64_t rows = row_count(g, n);
+    int64_t len = rows ? *g.shape(n.inputs[0]).num_elements() / rows : 1;
+    return std::make_unique<RowStep>(std::move(code), rows, len, step);
+  }
+};
+
+/// The operand's bytes from an offset on: a pointer addition.
+class ViewStep final : public PreparedStep {
+public:
+  ViewStep(uint64_t offset, const ir::Node& n) : offset_(offset), node_(n.id), of_(n.inputs[0]) {}
+  void run(RunState& s) const override { s.ptr[node_.index] = s.ptr[of_.index] + offset_; }
+
+private:
+  uint64_t offset_;
+  ir::NodeId node_, of_;
+};
+
+class ViewRule final : public JitRule {
+public:
+  using JitRule::JitRule;
+  bool takes(const ir::Graph& g, const ir::Node& n) const override {
+    return ir::view_offset(g, n).has_value();
+  }
+  std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
+    const ir::Node& n = c.lir.mir.node(c.lir.steps[i].node);
+    return std::make_unique<ViewStep>(*ir::view_offset(c.lir.mir, n), n);
+  }
+};
+
+/// One node on the interpreter's kernel (it takes and makes interp::Buffers).
+class InterpStep final : public PreparedStep {
+public:
+  explicit InterpStep(const ir::Node& n) : node_(n) {}
+  void run(RunState& s) const override {
+    std::vector<const interp::Buffer*> ops;
+    for (ir::NodeId in : node_.inputs) ops.push_back(s.values[in.index]);
+    uint32_t i = node_.id.index;
+    s.owned[i] = interp::eval_node_of_graph(node_, ops);
+    s.values[i] = &s.owned[i];
+    s.ptr[i] = s.owned[i].bytes().data();
+  }
+
+private:
+  const ir::Node& node_;
+};
+
+class InterpRule final : public JitRule {
+public:
+  using JitRule::JitRule;
+  bool takes(const ir::Graph&, const ir::Node&) const override { return true; }
+  std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
+    return std::make_unique<InterpStep>(c.lir.mir.node(c.lir.steps[i].node));
+  }
+};
+
+ir::StepPolicy make_policy(bool runtime_extents) {
+  static const ElementwiseRule elementwise("kernel");
+  static const RowRule row("row");
+  static const ViewRule view("view");
+  static const InterpRule interp("interp");
+  ir::StepPolicy p;
+  p.elementwise = &elementwise;
+  p.row = &row;
+  p.view = &view;
+  p.runtime = &interp;
+  p.native.push_back(&gemm_rule());
+  for (const JitRule* r : library_rules()) p.native.push_back(r);
+  p.runtime_extents = runtime_extents;
+  p.view_alignment = 64; // as aligned as any buffer: every kernel may read a view
+  p.runtime_in_arena = false;
+  return p;
+}
+
+} // namespace
+
+std::string kernel_name() {
+  static std::atomic<uint64_t> next{0};
+  return "rlx_k" + std::to_string(next.fetch_add(1));
+}
+
+const ir::StepPolicy& step_policy() {
+  static const ir::StepPolicy generic = make_policy(true), specialized = make_policy(false);
+  return extent_policy() == ExtentPolicy::Generic ? generic : specialized;
+}
+
+ir::PlanOptions plan_options() {
+  return {.alignment = 64, .outputs_in_arena = false, .policy = &step_policy()};
+}
+
+} // namespace rlx::jit

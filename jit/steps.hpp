@@ -1,0 +1,85 @@
+// jit/steps.hpp -- the JIT's steps as objects: each rule of its step policy (fused element-wise
+// kernels, row kernels, GEMM, library kernels, views, interpreter steps) prepares a step of a
+// plan once, when the executable is built, and the prepared step runs on every call.
+#pragma once
+
+#include "debug.hpp"
+
+#include "rlx/interp.hpp"
+#include "rlx/ir/lir.hpp"
+#include "rlx/runtime.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlx::jit {
+
+/// Where the values of one call are while its steps run.
+struct RunState {
+  const ir::LirModule& lir;
+  std::byte* arena;                           ///< the call's arena (Memory::arena_size bytes)
+  std::vector<std::byte*>& ptr;               ///< per node: its elements (once made)
+  std::vector<const interp::Buffer*>& values; ///< per node: its buffer (leaves, Own values)
+  std::vector<interp::Buffer>& owned;         ///< per node: Own values made by this call
+  std::vector<void*>& args;                   ///< scratch for a step's argument pointers
+
+  /// The bytes a step writes node `id` to: its arena slot, or a new buffer of its own.
+  std::byte* result(ir::NodeId id) {
+    const ir::Placement& p = lir.memory.places[id.index];
+    if (p.home == ir::Home::Arena) return ptr[id.index] = arena + p.offset;
+    owned[id.index] = interp::Buffer::uninitialized(lir.mir.shape(id));
+    values[id.index] = &owned[id.index];
+    return ptr[id.index] = owned[id.index].bytes().data();
+  }
+  /// args = the elements of the step's reads, in order.
+  void gather_reads(const ir::LirStep& step) {
+    args.clear();
+    for (ir::NodeId in : step.reads) args.push_back(ptr[in.index]);
+  }
+};
+
+/// A step ready to run: its code, plans and constants made; run() is const and may be called
+/// from several threads at once (each with its own RunState).
+class PreparedStep {
+public:
+  virtual ~PreparedStep() = default;
+  virtual void run(RunState& s) const = 0;
+};
+
+/// What preparing a step may use and report: the plan, the names of its code (kernel symbols
+/// appear in dumps and logs) and the debug options of this compile.
+struct PrepareContext {
+  const ir::LirModule& lir;
+  ir::LirNames& names;
+  const DebugState& debug;
+};
+
+/// A rule of the JIT's step policy: the planner's questions (ir::StepRule) and how a step of it
+/// is prepared.
+class JitRule : public ir::StepRule {
+public:
+  using StepRule::StepRule;
+  virtual std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t step) const = 0;
+};
+
+/// The JIT's step policy (for the current rlx::extent_policy()): kernels of what the LLVM
+/// lowering compiles, GEMM steps and library kernels where this host runs them, views at
+/// 64-byte offsets, and the interpreter's kernels for the rest.
+const ir::StepPolicy& step_policy();
+/// How the JIT plans: its policy, outputs in buffers of their own (they move to the caller).
+ir::PlanOptions plan_options();
+
+/// The executable of a plan made with plan_options() (jit/executable.cpp): its steps prepared,
+/// run in order on every call.
+std::shared_ptr<const Executable> compile_lir(ir::LirModule lir);
+
+/// A new kernel symbol, unique in the process ("rlx_k12").
+std::string kernel_name();
+
+/// The registered rules (jit/gemm_step.cpp, jit/library.cpp).
+const JitRule& gemm_rule();
+std::vector<const JitRule*> library_rules();
+
+} // namespace rlx::jit
