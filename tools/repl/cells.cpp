@@ -272,6 +272,130 @@ std::vector<std::size_t> auto_declarations(std::string_view cell) {
   return out;
 }
 
+namespace {
+
+/// The (possibly qualified) name at `pos` of `text` and where it ends; empty when none.
+std::string_view name_at(std::string_view text, std::size_t pos, std::size_t& end) {
+  std::size_t i = pos;
+  for (;;) {
+    if (text.substr(i).starts_with("::")) i += 2;
+    std::size_t start = i;
+    while (i < text.size() && ident_char(text[i])) ++i;
+    if (i == start) break;
+    if (!text.substr(i).starts_with("::")) break;
+  }
+  end = i;
+  return text.substr(pos, i - pos);
+}
+
+/// The first word of the statement at `pos` ("" when it starts with punctuation).
+std::string_view first_word(std::string_view text, std::size_t pos) {
+  std::size_t i = pos;
+  while (i < text.size() && ident_char(text[i])) ++i;
+  return text.substr(pos, i - pos);
+}
+
+bool is_control_statement(std::string_view text, std::size_t pos) {
+  std::string_view w = first_word(text, pos);
+  return text[pos] == '{' || w == "for" || w == "while" || w == "do" || w == "if" ||
+         w == "switch" || w == "try";
+}
+
+/// Whether the statement at `pos` is an expression statement: a lambda or parenthesized
+/// expression, `throw`/`delete`, or a name followed by a call, a member access, a subscript,
+/// an assignment or an increment. Declarations (`Tensor x = ...`, `int f() {...}`,
+/// `std::vector<int> v`) are not; neither is anything this cannot tell.
+bool is_expression_statement(std::string_view text, std::size_t pos) {
+  if (text.substr(pos).starts_with("[[")) return false;
+  if (text[pos] == '[' || text[pos] == '(') return true;
+  std::string_view w = first_word(text, pos);
+  if (w == "throw" || w == "delete") return true;
+  static constexpr std::string_view kDeclarationWords[] = {
+      "auto",     "int",      "void",         "const",     "constexpr", "consteval", "constinit",
+      "static",   "inline",   "extern",       "template",  "typedef",   "using",     "struct",
+      "class",    "union",    "enum",         "namespace", "unsigned",  "signed",    "long",
+      "short",    "char",     "float",        "double",    "bool",      "typename",  "decltype",
+      "volatile", "mutable",  "thread_local", "friend",    "virtual",   "explicit",  "operator",
+      "return",   "register", "wchar_t",      "char8_t",   "char16_t",  "char32_t",  "export"};
+  for (std::string_view k : kDeclarationWords)
+    if (w == k) return false;
+  std::size_t end = pos;
+  if (name_at(text, pos, end).empty()) return false;
+  std::size_t next = text.find_first_not_of(" \t\r\n", end);
+  if (next == std::string_view::npos) return false;
+  std::string_view rest = text.substr(next);
+  if (rest[0] == '(' || rest[0] == '.' || rest[0] == '[' || rest.starts_with("->") ||
+      rest.starts_with("++") || rest.starts_with("--"))
+    return true;
+  if (rest[0] == '=') return !rest.starts_with("==");
+  for (std::string_view op : {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
+    if (rest.starts_with(op)) return true;
+  return false;
+}
+
+} // namespace
+
+std::string wrap_lambda_statements(std::string_view cell, int& next_id) {
+  struct Piece {
+    std::size_t begin = 0, end = 0;
+    bool control = false, lambda = false, after_do = false;
+  };
+  std::vector<Piece> done;
+  Piece cur;
+  bool open = false;         // inside a statement
+  bool can_continue = false; // the last statement was a control statement ending at `}` or `;`
+  char prev = ';';           // the last code character before this one
+  ScanState st;
+  bool directive = false;
+  std::size_t offset = 0;
+  while (offset <= cell.size()) {
+    std::size_t nl = cell.find('\n', offset);
+    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
+    scan(st, cell.substr(offset, end - offset), directive,
+         [&](std::size_t p, char c, Kind kind, std::size_t depth, bool dir) {
+           if (c == ' ' || c == '\t' || c == '\r' || dir) return;
+           std::size_t at = offset + p;
+           if (!open) {
+             std::string_view w = first_word(cell, at);
+             bool continues =
+                 can_continue && !done.empty() &&
+                 (w == "else" || w == "catch" || (w == "while" && done.back().after_do));
+             if (continues) {
+               cur = done.back();
+               done.pop_back();
+               cur.after_do = false;
+             } else {
+               cur = Piece{at, at, is_control_statement(cell, at), false, false};
+             }
+             open = true;
+             can_continue = false;
+           }
+           if (kind == Kind::Code && c == '[' && !ident_char(prev) && prev != ')' && prev != ']' &&
+               prev != '[' && (at + 1 >= cell.size() || cell[at + 1] != '['))
+             cur.lambda = true;
+           if (kind == Kind::Code) prev = c;
+           if (kind != Kind::Code || depth != 0) return;
+           if (c == ';' || (c == '}' && cur.control)) {
+             cur.end = at + 1;
+             cur.after_do = c == '}' && first_word(cell, cur.begin) == "do";
+             can_continue = cur.control;
+             done.push_back(cur);
+             open = false;
+           }
+         });
+    if (nl == std::string_view::npos) break;
+    offset = nl + 1;
+  }
+  std::string out(cell);
+  for (auto it = done.rbegin(); it != done.rend(); ++it) {
+    if (!it->lambda || !(it->control || is_expression_statement(cell, it->begin))) continue;
+    std::string name = "__rlx_repl_stmt_" + std::to_string(next_id++);
+    out.insert(it->end, " } " + name + "();");
+    out.insert(it->begin, "void " + name + "() { ");
+  }
+  return out;
+}
+
 bool is_meta_command(std::string_view text) {
   text = trim(text);
   return text.size() >= 2 && text[0] == ':' && std::isalpha(static_cast<unsigned char>(text[1]));

@@ -5,12 +5,14 @@
 #include <clang/Basic/SourceManager.h>
 #include <clang/Basic/Version.h>
 #include <clang/Frontend/CompilerInstance.h>
+#include <clang/Interpreter/CodeCompletion.h>
 #include <clang/Interpreter/Interpreter.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -166,6 +168,7 @@ struct Engine::Impl {
   Diagnostics diagnostics;
   std::unique_ptr<clang::Interpreter> interpreter;
   clang::PartialTranslationUnit* pending = nullptr;
+  std::vector<std::string> args; ///< the compiler's, for the completer's compiler
 };
 
 Engine::Engine(const std::vector<std::string>& args) : impl_(std::make_unique<Impl>()) {
@@ -173,6 +176,7 @@ Engine::Engine(const std::vector<std::string>& args) : impl_(std::make_unique<Im
   llvm::InitializeNativeTargetAsmPrinter();
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
+  impl_->args = args;
   clang::IncrementalCompilerBuilder builder;
   builder.SetCompilerArgs(argv);
   auto ci = builder.CreateCpp();
@@ -224,6 +228,58 @@ bool Engine::execute(std::string& error) {
     return false;
   }
   return true;
+}
+
+bool Engine::discard(std::string& error) {
+  clang::PartialTranslationUnit* ptu = impl_->pending;
+  impl_->pending = nullptr;
+  if (ptu == nullptr) return true;
+  if (llvm::Error undo = impl_->interpreter->Undo()) {
+    error = take_message(std::move(undo));
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Engine::complete(std::string_view code, std::string& prefix) {
+  // The completer's compiler parses only the completed text: every other declaration it finds
+  // in this session's AST (the prelude's included), so it loads no precompiled header.
+  std::vector<const char*> argv;
+  for (std::size_t i = 0; i < impl_->args.size(); ++i) {
+    if (impl_->args[i] == "-include-pch") {
+      ++i;
+      continue;
+    }
+    argv.push_back(impl_->args[i].c_str());
+  }
+  clang::IncrementalCompilerBuilder builder;
+  builder.SetCompilerArgs(argv);
+  auto ci = builder.CreateCpp();
+  if (!ci) {
+    llvm::consumeError(ci.takeError());
+    return {};
+  }
+  auto completer = clang::Interpreter::create(std::move(*ci));
+  if (!completer) {
+    llvm::consumeError(completer.takeError());
+    return {};
+  }
+  llvm::StringRef text(code.data(), code.size());
+  std::size_t line_start = text.rfind('\n');
+  line_start = line_start == llvm::StringRef::npos ? 0 : line_start + 1;
+  unsigned line = unsigned(text.count('\n')) + 1;
+  unsigned column = unsigned(text.size() - line_start) + 1;
+  clang::ReplCodeCompleter cc;
+  std::vector<std::string> found;
+  cc.codeComplete((*completer)->getCompilerInstance(), text, line, column,
+                  impl_->interpreter->getCompilerInstance(), found);
+  prefix = cc.Prefix;
+  std::vector<std::string> out;
+  for (std::string& name : found)
+    if (llvm::StringRef(name).starts_with(prefix) && !name.empty()) out.push_back(std::move(name));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 std::string Engine::clang_version() { return CLANG_VERSION_STRING; }
