@@ -71,6 +71,8 @@ TEST_CASE("Tab completes a member of a variable defined in an earlier cell: x.su
   std::vector<std::string> names = session().complete("x.su");
   CHECK(has(names, "sum"));
   CHECK_FALSE(has(names, "mean"));
+  CHECK(session().complete("Tensor y = x.me") == std::vector<std::string>{"mean"});
+  // clang 19 crashes completing this at the top level; the retry inside a function completes.
   CHECK(session().complete("auto y = x.me") == std::vector<std::string>{"mean"});
 }
 
@@ -125,6 +127,7 @@ TEST_CASE("std::terminate from an exception escaping a noexcept function names t
     CHECK(g.kind == Guarded::Kind::Crashed);
     CHECK(g.signal == SIGABRT);
     CHECK(g.terminate == "std::runtime_error: escaped a noexcept function");
+    CHECK_FALSE(std::current_exception()); // the catch terminate began was ended
   }
 }
 

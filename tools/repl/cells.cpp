@@ -335,6 +335,20 @@ bool is_expression_statement(std::string_view text, std::size_t pos) {
 
 } // namespace
 
+/// Whether the `{` at `at` (at the top level of the control statement starting at `begin`)
+/// opens its block, rather than a lambda's body: it starts the statement, or follows the
+/// condition's `)`, or `do`, `else` or `try`. (`for (...) y = [](int a) { ... }(1);` is read
+/// wrongly: the cell then fails with clang's message on the rewritten line.)
+bool opens_block(std::string_view cell, std::size_t begin, std::size_t at, char before) {
+  if (at == begin || before == ')') return true;
+  std::size_t end = cell.find_last_not_of(" \t\r\n", at - 1);
+  if (end == std::string_view::npos) return false;
+  std::size_t start = end + 1;
+  while (start > 0 && ident_char(cell[start - 1])) --start;
+  std::string_view word = cell.substr(start, end + 1 - start);
+  return word == "do" || word == "else" || word == "try";
+}
+
 std::string wrap_lambda_statements(std::string_view cell, int& next_id) {
   struct Piece {
     std::size_t begin = 0, end = 0;
@@ -345,6 +359,7 @@ std::string wrap_lambda_statements(std::string_view cell, int& next_id) {
   bool open = false;         // inside a statement
   bool can_continue = false; // the last statement was a control statement ending at `}` or `;`
   char prev = ';';           // the last code character before this one
+  bool block = false;        // the last top-level `{` opened a control statement's block
   ScanState st;
   bool directive = false;
   std::size_t offset = 0;
@@ -369,13 +384,16 @@ std::string wrap_lambda_statements(std::string_view cell, int& next_id) {
              }
              open = true;
              can_continue = false;
+             block = false;
            }
            if (kind == Kind::Code && c == '[' && !ident_char(prev) && prev != ')' && prev != ']' &&
                prev != '[' && (at + 1 >= cell.size() || cell[at + 1] != '['))
              cur.lambda = true;
+           char before = prev;
            if (kind == Kind::Code) prev = c;
            if (kind != Kind::Code || depth != 0) return;
-           if (c == ';' || (c == '}' && cur.control)) {
+           if (c == '{') block = cur.control && opens_block(cell, cur.begin, at, before);
+           if (c == ';' || (c == '}' && block)) {
              cur.end = at + 1;
              cur.after_do = c == '}' && first_word(cell, cur.begin) == "do";
              can_continue = cur.control;

@@ -118,6 +118,14 @@ extern "C" void rlx_repl_on_press(int) { g_presses = g_presses + 1; }
   std::abort();
 }
 
+/// End the catch blocks the abandoned frames were in (std::terminate begins one for the
+/// exception it handles): else std::current_exception() would name a stale exception forever.
+/// The session runs cells outside of any catch block, so every one left belongs to the cell.
+void end_abandoned_catches() {
+  for (int i = 0; i < 1024 && abi::__cxa_current_exception_type() != nullptr; ++i)
+    abi::__cxa_end_catch();
+}
+
 /// The grace timer: SIGINT to this thread (created once, for the thread that runs cells).
 void make_timer() {
   static bool tried = false;
@@ -192,6 +200,7 @@ Guarded run_guarded(const std::function<void()>& body, double grace_seconds) {
     out.other_thread = g_other_thread != 0;
     out.terminate = g_terminate;
     restore();
+    end_abandoned_catches();
     rlx::frames_abandoned(); // release what the abandoned frames held inside rlx
     return out;
   }

@@ -5,11 +5,15 @@
 #include <clang/Basic/SourceManager.h>
 #include <clang/Basic/Version.h>
 #include <clang/Frontend/CompilerInstance.h>
-#include <clang/Interpreter/CodeCompletion.h>
 #include <clang/Interpreter/Interpreter.h>
+#include <clang/Lex/Preprocessor.h>
+#include <clang/Sema/CodeCompleteConsumer.h>
+#include <clang/Sema/Sema.h>
+#include <clang/Sema/SemaCodeCompletion.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 
 #include <algorithm>
@@ -162,13 +166,51 @@ std::vector<std::string> undefined_symbols(clang::Interpreter& interpreter, llvm
   return missing;
 }
 
+/// Collects the names clang's code completion offers: declarations and keywords.
+class Completions final : public clang::CodeCompleteConsumer {
+public:
+  Completions() : clang::CodeCompleteConsumer(options()), info_(allocator_) {}
+
+  std::vector<std::string> names;
+  std::string filter; ///< the part of the name typed before the cursor
+
+  void ProcessCodeCompleteResults(clang::Sema& sema, clang::CodeCompletionContext,
+                                  clang::CodeCompletionResult* results, unsigned count) override {
+    filter = sema.getPreprocessor().getCodeCompletionFilter().str();
+    for (unsigned i = 0; i < count; ++i) {
+      const clang::CodeCompletionResult& r = results[i];
+      if (r.Kind == clang::CodeCompletionResult::RK_Keyword) {
+        names.emplace_back(r.Keyword);
+      } else if (r.Kind == clang::CodeCompletionResult::RK_Declaration && r.Declaration) {
+        const clang::IdentifierInfo* id = r.Declaration->getDeclName().getAsIdentifierInfo();
+        if (id != nullptr && !id->getName().starts_with("__")) names.push_back(id->getName().str());
+      }
+    }
+  }
+  clang::CodeCompletionAllocator& getAllocator() override { return *allocator_; }
+  clang::CodeCompletionTUInfo& getCodeCompletionTUInfo() override { return info_; }
+
+private:
+  static clang::CodeCompleteOptions options() {
+    clang::CodeCompleteOptions o;
+    o.IncludeMacros = false;
+    o.IncludeCodePatterns = false;
+    o.IncludeGlobals = true;
+    o.IncludeBriefComments = false;
+    o.LoadExternal = true;
+    return o;
+  }
+  std::shared_ptr<clang::GlobalCodeCompletionAllocator> allocator_ =
+      std::make_shared<clang::GlobalCodeCompletionAllocator>();
+  clang::CodeCompletionTUInfo info_;
+};
+
 } // namespace
 
 struct Engine::Impl {
   Diagnostics diagnostics;
   std::unique_ptr<clang::Interpreter> interpreter;
   clang::PartialTranslationUnit* pending = nullptr;
-  std::vector<std::string> args; ///< the compiler's, for the completer's compiler
 };
 
 Engine::Engine(const std::vector<std::string>& args) : impl_(std::make_unique<Impl>()) {
@@ -176,7 +218,6 @@ Engine::Engine(const std::vector<std::string>& args) : impl_(std::make_unique<Im
   llvm::InitializeNativeTargetAsmPrinter();
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
-  impl_->args = args;
   clang::IncrementalCompilerBuilder builder;
   builder.SetCompilerArgs(argv);
   auto ci = builder.CreateCpp();
@@ -242,41 +283,34 @@ bool Engine::discard(std::string& error) {
 }
 
 std::vector<std::string> Engine::complete(std::string_view code, std::string& prefix) {
-  // The completer's compiler parses only the completed text: every other declaration it finds
-  // in this session's AST (the prelude's included), so it loads no precompiled header.
-  std::vector<const char*> argv;
-  for (std::size_t i = 0; i < impl_->args.size(); ++i) {
-    if (impl_->args[i] == "-include-pch") {
-      ++i;
-      continue;
-    }
-    argv.push_back(impl_->args[i].c_str());
-  }
-  clang::IncrementalCompilerBuilder builder;
-  builder.SetCompilerArgs(argv);
-  auto ci = builder.CreateCpp();
-  if (!ci) {
-    llvm::consumeError(ci.takeError());
-    return {};
-  }
-  auto completer = clang::Interpreter::create(std::move(*ci));
-  if (!completer) {
-    llvm::consumeError(completer.takeError());
-    return {};
-  }
+  // clang's code completion runs when the lexer reaches a point set in a file: the text goes
+  // into a virtual file that the next input includes, and the session's own parser and Sema
+  // (which see every declaration of the session: the prelude's, the cells') complete there.
+  // This leaves the interpreter unusable for more input, hence the throwaway copy.
+  clang::CompilerInstance& ci = *impl_->interpreter->getCompilerInstance();
+  const std::string path = "/rlx-repl/completion.cpp";
+  std::string content(code);
+  content += '\n';
+  clang::FileEntryRef file =
+      ci.getFileManager().getVirtualFileRef(path, off_t(content.size()), /*ModificationTime=*/0);
+  ci.getSourceManager().overrideFileContents(file,
+                                             llvm::MemoryBuffer::getMemBufferCopy(content, path));
   llvm::StringRef text(code.data(), code.size());
   std::size_t line_start = text.rfind('\n');
   line_start = line_start == llvm::StringRef::npos ? 0 : line_start + 1;
   unsigned line = unsigned(text.count('\n')) + 1;
   unsigned column = unsigned(text.size() - line_start) + 1;
-  clang::ReplCodeCompleter cc;
-  std::vector<std::string> found;
-  cc.codeComplete((*completer)->getCompilerInstance(), text, line, column,
-                  impl_->interpreter->getCompilerInstance(), found);
-  prefix = cc.Prefix;
+  clang::Preprocessor& pp = ci.getPreprocessor();
+  if (pp.SetCodeCompletionPoint(file, line, column)) return {};
+  Completions consumer;
+  ci.getSema().CodeCompletion().CodeCompleter = &consumer;
+  impl_->diagnostics.quiet = true;
+  auto ptu = impl_->interpreter->Parse("#include \"" + path + "\"\n");
+  if (!ptu) llvm::consumeError(ptu.takeError()); // parsing stops at the completion point
+  prefix = consumer.filter;
   std::vector<std::string> out;
-  for (std::string& name : found)
-    if (llvm::StringRef(name).starts_with(prefix) && !name.empty()) out.push_back(std::move(name));
+  for (std::string& name : consumer.names)
+    if (!name.empty() && llvm::StringRef(name).starts_with(prefix)) out.push_back(std::move(name));
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

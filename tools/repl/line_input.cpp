@@ -87,6 +87,10 @@ extern "C" char** rlx_repl_attempt_completion(const char* text, int, int) {
   g_matches.clear();
   if (g_complete == nullptr || !*g_complete) return nullptr;
   std::string typed(text);
+  // Nothing typed yet: complete members (after `.`, `->`, `::`), not every name there is.
+  char before_word = before.size() > typed.size() ? before[before.size() - typed.size() - 1] : ' ';
+  if (typed.empty() && before_word != '.' && before_word != '>' && before_word != ':')
+    return nullptr;
   for (std::string& name : (*g_complete)(before))
     if (name.starts_with(typed)) g_matches.push_back(std::move(name));
   if (g_matches.empty()) return nullptr;

@@ -50,6 +50,11 @@ bool recv_all(int fd, void* data, std::size_t n) {
   return true;
 }
 
+/// In a forked copy: a crash ends it at once, through no handler the session had installed.
+void die_quietly() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
+}
+
 } // namespace
 
 std::string Sandbox::Outcome::describe(double timeout_seconds) const {
@@ -122,6 +127,7 @@ bool Sandbox::start(Outcome& out) {
   }
   if (pid == 0) {
     close(fds[0]);
+    die_quietly();
     // Ctrl-C at the terminal reaches the whole foreground process group: it is the session's
     // to handle, not a crash of the copy. (The copy ends when the session's socket closes.)
     signal(SIGINT, SIG_IGN);
@@ -193,10 +199,16 @@ std::optional<std::string> run_in_copy(const std::function<std::string()>& fn,
   }
   if (pid == 0) {
     close(fds[0]);
+    die_quietly();
     signal(SIGINT, SIG_IGN);
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, 2);
-    std::string out = fn();
+    std::string out;
+    try {
+      out = fn();
+    } catch (...) { // the copy must never return into the session's code
+      _exit(1);
+    }
     uint32_t len = uint32_t(out.size());
     (void)(send_all(fds[1], &len, sizeof len) && send_all(fds[1], out.data(), out.size()));
     _exit(0);

@@ -315,13 +315,21 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
 
 std::vector<std::string> Session::complete(const std::string& code) {
   constexpr double kCompleteTimeout = 10; // seconds; the copy is killed after
-  std::optional<std::string> found = run_in_copy(
-      [&] {
-        std::string prefix, joined;
-        for (const std::string& name : engine_->complete(code, prefix)) joined += name + '\n';
-        return joined;
-      },
-      kCompleteTimeout);
+  auto names_in_copy = [&](const std::string& text) {
+    return run_in_copy(
+        [&] {
+          std::string prefix, joined;
+          for (const std::string& name : engine_->complete(text, prefix)) joined += name + '\n';
+          return joined;
+        },
+        kCompleteTimeout);
+  };
+  std::optional<std::string> found = names_in_copy(code);
+  // clang 19 crashes completing in some declarations (`auto y = x.me`): then complete the
+  // initializer alone (`x.me`).
+  std::size_t eq = code.rfind('=');
+  if (!found && eq != std::string::npos && code.find('\n', eq) == std::string::npos)
+    found = names_in_copy(code.substr(0, code.rfind('\n', eq) + 1) + code.substr(eq + 1));
   std::vector<std::string> names;
   if (!found) return names;
   std::size_t at = 0;
