@@ -78,17 +78,18 @@ t send-keys -t repl C-c
 type_line '40 + 2'
 wait_for '^42$'
 
+# tab_completes TEXT REGEX: TEXT then Tab makes the line REGEX.
+tab_completes() {
+  t send-keys -t repl -l "$1"
+  t send-keys -t repl Tab
+  wait_for "^rlx> $2\$"
+}
 # Tab completes through clang: "x.su" becomes "x.sum", a member of a Tensor.
-t send-keys -t repl -l 'x.su'
-t send-keys -t repl Tab
-wait_for '^rlx> x\.sum$'
-t send-keys -t repl -l '()'
-t send-keys -t repl Enter
+tab_completes 'x.su' 'x\.sum'
+type_line '()'
 wait_for '^tensor\(12\., f32\[\]\)$'
 # ... and a type name: "Tens" becomes "Tensor".
-t send-keys -t repl -l 'Tens'
-t send-keys -t repl Tab
-wait_for '^rlx> Tensor$'
+tab_completes 'Tens' 'Tensor'
 type_line ' doubled = x * 2;'
 type_line 'doubled.max()'
 wait_for '^tensor\(6\., f32\[\]\)$'

@@ -32,14 +32,16 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+/// One session for the tests, never destroyed: its interpreter's shutdown must run before
+/// LLVM's and rlx's statics go (rlx-repl's main ends it first), which a static cannot ensure.
 rlx::repl::Session& session() {
-  static rlx::repl::Session s = [] {
+  static rlx::repl::Session* s = [] {
     rlx::repl::Options options;
     rlx::repl::SessionOptions so;
     so.compiler_args = rlx::repl::compiler_args(options, rlx::repl::uses_pch(options));
-    return rlx::repl::Session(so);
+    return new rlx::repl::Session(so);
   }();
-  return s;
+  return *s;
 }
 
 /// Send SIGINT to `thread` after `delay_ms`, `times` times `delay_ms` apart.
@@ -50,6 +52,21 @@ std::thread press_ctrl_c(pthread_t thread, int delay_ms, int times = 1) {
       pthread_kill(thread, SIGINT);
     }
   });
+}
+
+/// run_guarded on a loop that never ends by itself nor reaches an rlx safe point; `seconds` is
+/// how long it ran.
+Guarded spin_guarded(double grace_seconds, double& seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> forever{true};
+  Guarded g = run_guarded(
+      [&] {
+        while (forever.load(std::memory_order_relaxed)) {
+        }
+      },
+      grace_seconds);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return g;
 }
 
 [[gnu::noinline]] void throw_runtime_error() {
@@ -177,52 +194,34 @@ TEST_CASE("Ctrl-C makes rlx work stop at its next safe point with an Interrupted
 
 TEST_CASE("a loop that never reaches a safe point is abandoned after the grace period") {
   std::thread ctrl_c = press_ctrl_c(pthread_self(), 100);
-  auto t0 = std::chrono::steady_clock::now();
-  std::atomic<bool> forever{true};
-  Guarded g = run_guarded(
-      [&] {
-        while (forever.load(std::memory_order_relaxed)) {
-        }
-      },
-      0.3);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double seconds = 0;
+  Guarded g = spin_guarded(0.3, seconds);
   ctrl_c.join();
   CHECK(g.kind == Guarded::Kind::Interrupted);
-  CHECK(s >= 0.35);
-  CHECK(s < 10);
+  CHECK(seconds >= 0.35);
+  CHECK(seconds < 10);
   CHECK_FALSE(rlx::interrupt_requested()); // the request of the abandoned cell is dropped
 }
 
 TEST_CASE("a second Ctrl-C abandons a loop at once, before the grace period") {
   std::thread ctrl_c = press_ctrl_c(pthread_self(), 100, 2);
-  auto t0 = std::chrono::steady_clock::now();
-  std::atomic<bool> forever{true};
-  Guarded g = run_guarded(
-      [&] {
-        while (forever.load(std::memory_order_relaxed)) {
-        }
-      },
-      60);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double seconds = 0;
+  Guarded g = spin_guarded(60, seconds);
   ctrl_c.join();
   CHECK(g.kind == Guarded::Kind::Interrupted);
-  CHECK(s < 30);
+  CHECK(seconds < 30);
 }
 
 TEST_CASE("a Ctrl-C that the kernel gives another thread still interrupts the body") {
-  std::atomic<bool> forever{true};
+  std::atomic<bool> running{true};
   std::thread other([&] {
-    while (forever.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (running.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   std::thread ctrl_c = press_ctrl_c(other.native_handle(), 100, 2);
-  Guarded g = run_guarded(
-      [&] {
-        while (forever.load(std::memory_order_relaxed)) {
-        }
-      },
-      60);
+  double seconds = 0;
+  Guarded g = spin_guarded(60, seconds);
   ctrl_c.join();
-  forever = false;
+  running = false;
   other.join();
   CHECK(g.kind == Guarded::Kind::Interrupted);
 }

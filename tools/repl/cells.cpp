@@ -127,6 +127,27 @@ void scan(ScanState& st, std::string_view line, bool& directive, Visit&& visit) 
 
 std::string_view bracket_name(char c) { return c == '(' ? "'('" : c == '[' ? "'['" : "'{'"; }
 
+/// Scan every line of a complete `cell`: `visit(at, ch, kind, depth, directive, line_start)`
+/// as scan's, with `at` and `line_start` offsets in the cell; `line_end(end, directive)` after
+/// each line, `directive` telling whether a preprocessor line ended there.
+template <class Visit, class LineEnd>
+void scan_cell(std::string_view cell, Visit&& visit, LineEnd&& line_end) {
+  ScanState st;
+  bool directive = false;
+  std::size_t offset = 0;
+  while (offset <= cell.size()) {
+    std::size_t nl = cell.find('\n', offset);
+    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
+    scan(st, cell.substr(offset, end - offset), directive,
+         [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
+           visit(offset + pos, c, kind, depth, dir, offset);
+         });
+    line_end(end, directive && !st.continued);
+    if (nl == std::string_view::npos) break;
+    offset = nl + 1;
+  }
+}
+
 } // namespace
 
 std::string_view trim(std::string_view s) {
@@ -190,33 +211,27 @@ struct CellShape {
 
 CellShape shape_of(std::string_view cell) {
   CellShape sh;
-  ScanState st;
-  bool directive = false;
-  std::size_t offset = 0;
-  while (offset <= cell.size()) {
-    std::size_t nl = cell.find('\n', offset);
-    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
-    std::string_view line = cell.substr(offset, end - offset);
-    scan(st, line, directive, [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
-      if (c == ' ' || c == '\t' || c == '\r') return;
-      sh.last = c;
-      sh.last_pos = offset + pos;
-      sh.last_in_directive = dir;
-      if (kind != Kind::Code || depth != 0 || dir) return;
-      if (c == ';') sh.split = offset + pos + 1;
-      if (c == '=') {
-        char prev = pos > 0 ? line[pos - 1] : '\0';
-        char prev2 = pos > 1 ? line[pos - 2] : '\0';
-        char next = pos + 1 < line.size() ? line[pos + 1] : '\0';
-        bool comparison = next == '=' || prev == '=' || prev == '!' ||
-                          (prev == '<' && prev2 != '<') || (prev == '>' && prev2 != '>');
-        if (!comparison) sh.assigns.push_back(offset + pos);
-      }
-    });
-    if (directive && !st.continued) sh.split = end;
-    if (nl == std::string_view::npos) break;
-    offset = nl + 1;
-  }
+  scan_cell(
+      cell,
+      [&](std::size_t at, char c, Kind kind, std::size_t depth, bool dir, std::size_t line) {
+        if (c == ' ' || c == '\t' || c == '\r') return;
+        sh.last = c;
+        sh.last_pos = at;
+        sh.last_in_directive = dir;
+        if (kind != Kind::Code || depth != 0 || dir) return;
+        if (c == ';') sh.split = at + 1;
+        if (c == '=') {
+          char prev = at > line ? cell[at - 1] : '\0';
+          char prev2 = at > line + 1 ? cell[at - 2] : '\0';
+          char next = at + 1 < cell.size() ? cell[at + 1] : '\0';
+          bool comparison = next == '=' || prev == '=' || prev == '!' ||
+                            (prev == '<' && prev2 != '<') || (prev == '>' && prev2 != '>');
+          if (!comparison) sh.assigns.push_back(at);
+        }
+      },
+      [&](std::size_t end, bool directive) {
+        if (directive) sh.split = end;
+      });
   return sh;
 }
 
@@ -244,23 +259,17 @@ std::string terminated(std::string_view cell) {
 
 std::vector<std::size_t> auto_declarations(std::string_view cell) {
   std::vector<std::size_t> starts;
-  ScanState st;
-  bool directive = false;
   bool at_start = true;
-  std::size_t offset = 0;
-  while (offset <= cell.size()) {
-    std::size_t nl = cell.find('\n', offset);
-    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
-    scan(st, cell.substr(offset, end - offset), directive,
-         [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
-           if (c == ' ' || c == '\t' || c == '\r' || dir) return;
-           if (at_start) starts.push_back(offset + pos);
-           at_start = kind == Kind::Code && depth == 0 && (c == ';' || c == '}');
-         });
-    if (directive && !st.continued) at_start = true;
-    if (nl == std::string_view::npos) break;
-    offset = nl + 1;
-  }
+  scan_cell(
+      cell,
+      [&](std::size_t at, char c, Kind kind, std::size_t depth, bool dir, std::size_t) {
+        if (c == ' ' || c == '\t' || c == '\r' || dir) return;
+        if (at_start) starts.push_back(at);
+        at_start = kind == Kind::Code && depth == 0 && (c == ';' || c == '}');
+      },
+      [&](std::size_t, bool directive) {
+        if (directive) at_start = true;
+      });
   std::vector<std::size_t> out;
   for (std::size_t s : starts) {
     std::string_view rest = cell.substr(s);
@@ -360,50 +369,41 @@ std::string wrap_lambda_statements(std::string_view cell, int& next_id) {
   bool can_continue = false; // the last statement was a control statement ending at `}` or `;`
   char prev = ';';           // the last code character before this one
   bool block = false;        // the last top-level `{` opened a control statement's block
-  ScanState st;
-  bool directive = false;
-  std::size_t offset = 0;
-  while (offset <= cell.size()) {
-    std::size_t nl = cell.find('\n', offset);
-    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
-    scan(st, cell.substr(offset, end - offset), directive,
-         [&](std::size_t p, char c, Kind kind, std::size_t depth, bool dir) {
-           if (c == ' ' || c == '\t' || c == '\r' || dir) return;
-           std::size_t at = offset + p;
-           if (!open) {
-             std::string_view w = first_word(cell, at);
-             bool continues =
-                 can_continue && !done.empty() &&
-                 (w == "else" || w == "catch" || (w == "while" && done.back().after_do));
-             if (continues) {
-               cur = done.back();
-               done.pop_back();
-               cur.after_do = false;
-             } else {
-               cur = Piece{at, at, is_control_statement(cell, at), false, false};
-             }
-             open = true;
-             can_continue = false;
-             block = false;
-           }
-           if (kind == Kind::Code && c == '[' && !ident_char(prev) && prev != ')' && prev != ']' &&
-               prev != '[' && (at + 1 >= cell.size() || cell[at + 1] != '['))
-             cur.lambda = true;
-           char before = prev;
-           if (kind == Kind::Code) prev = c;
-           if (kind != Kind::Code || depth != 0) return;
-           if (c == '{') block = cur.control && opens_block(cell, cur.begin, at, before);
-           if (c == ';' || (c == '}' && block)) {
-             cur.end = at + 1;
-             cur.after_do = c == '}' && first_word(cell, cur.begin) == "do";
-             can_continue = cur.control;
-             done.push_back(cur);
-             open = false;
-           }
-         });
-    if (nl == std::string_view::npos) break;
-    offset = nl + 1;
-  }
+  scan_cell(
+      cell,
+      [&](std::size_t at, char c, Kind kind, std::size_t depth, bool dir, std::size_t) {
+        if (c == ' ' || c == '\t' || c == '\r' || dir) return;
+        if (!open) {
+          std::string_view w = first_word(cell, at);
+          bool continues = can_continue && !done.empty() &&
+                           (w == "else" || w == "catch" || (w == "while" && done.back().after_do));
+          if (continues) {
+            cur = done.back();
+            done.pop_back();
+            cur.after_do = false;
+          } else {
+            cur = Piece{at, at, is_control_statement(cell, at), false, false};
+          }
+          open = true;
+          can_continue = false;
+          block = false;
+        }
+        if (kind == Kind::Code && c == '[' && !ident_char(prev) && prev != ')' && prev != ']' &&
+            prev != '[' && (at + 1 >= cell.size() || cell[at + 1] != '['))
+          cur.lambda = true;
+        char before = prev;
+        if (kind == Kind::Code) prev = c;
+        if (kind != Kind::Code || depth != 0) return;
+        if (c == '{') block = cur.control && opens_block(cell, cur.begin, at, before);
+        if (c == ';' || (c == '}' && block)) {
+          cur.end = at + 1;
+          cur.after_do = c == '}' && first_word(cell, cur.begin) == "do";
+          can_continue = cur.control;
+          done.push_back(cur);
+          open = false;
+        }
+      },
+      [](std::size_t, bool) {});
   std::string out(cell);
   for (auto it = done.rbegin(); it != done.rend(); ++it) {
     if (!it->lambda || !(it->control || is_expression_statement(cell, it->begin))) continue;
