@@ -148,7 +148,12 @@ std::vector<std::string> undefined_symbols(clang::Interpreter& interpreter, llvm
     if (!gv.isDeclaration() || gv.use_empty() || gv.hasExternalWeakLinkage() || !gv.hasName())
       return;
     if (const auto* f = llvm::dyn_cast<llvm::Function>(&gv); f && f->isIntrinsic()) return;
-    if (defined(interpreter, gv.getName())) return;
+    // clang's JIT emulates TLS: a thread_local is reached through its __emutls_v. control
+    // variable, which the process's own thread_locals (libstdc++'s call_once state, without
+    // the PCH) do not have.
+    if (gv.isThreadLocal() ? defined(interpreter, "__emutls_v." + gv.getName().str())
+                           : defined(interpreter, gv.getName()))
+      return;
     std::vector<const llvm::GlobalValue*> users;
     referrers(&gv, users);
     for (const llvm::GlobalValue* user : users) {
