@@ -94,6 +94,12 @@ type_line ' doubled = x * 2;'
 type_line 'doubled.max()'
 wait_for '^tensor\(6\., f32\[\]\)$'
 
+# Tab at the start of a line indents.
+t send-keys -t repl Tab
+type_line '5 * 5'
+wait_for $'^rlx> \t5 \\* 5$|^rlx>  +5 \\* 5$'
+wait_for '^25$'
+
 # Ctrl-C while a cell runs interrupts the cell only (a second one abandons it at once).
 type_line 'while (true) {}'
 sleep 1

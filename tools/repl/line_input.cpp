@@ -80,11 +80,11 @@ extern "C" char* rlx_repl_next_match(const char*, int state) {
 extern "C" char** rlx_repl_attempt_completion(const char* text, int, int) {
   rl_attempted_completion_over = 1; // never file names
   std::string before(rl_line_buffer, std::size_t(std::max(rl_point, 0)));
-  if (before.find_first_not_of(" \t") == std::string::npos) {
-    rl_insert_text("\t");
-    return nullptr;
-  }
   g_matches.clear();
+  if (before.find_first_not_of(" \t") == std::string::npos) {
+    g_matches.push_back(std::string(text) + "\t"); // the one completion: a tab
+    return rl_completion_matches(text, rlx_repl_next_match);
+  }
   if (g_complete == nullptr || !*g_complete) return nullptr;
   std::string typed(text);
   // Nothing typed yet: complete members (after `.`, `->`, `::`), not every name there is.
