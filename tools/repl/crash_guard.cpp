@@ -92,29 +92,36 @@ extern "C" void rlx_repl_on_interrupt(int sig, siginfo_t* info, void*) {
 
 extern "C" void rlx_repl_on_press(int) { g_presses = g_presses + 1; }
 
+/// What std::terminate is handling: "std::runtime_error: what()", "an exception of type int",
+/// or "no exception".
+std::string describe_handled_exception() {
+  std::exception_ptr e = std::current_exception();
+  if (!e) return "no exception";
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(typeid(x).name(), nullptr, nullptr, &status);
+    std::string what = std::string(status == 0 && name ? name : typeid(x).name()) + ": " + x.what();
+    std::free(name);
+    return what;
+  } catch (...) {
+    std::type_info* t = abi::__cxa_current_exception_type();
+    int status = 0;
+    char* name = t ? abi::__cxa_demangle(t->name(), nullptr, nullptr, &status) : nullptr;
+    std::string what = "an exception of type " +
+                       std::string(status == 0 && name ? name : (t ? t->name() : "<unknown>"));
+    std::free(name);
+    return what;
+  }
+}
+
 /// std::terminate's handler while a cell runs: say what it was handling, then abort() (which
 /// the crash handler turns into a jump). libstdc++'s own handler prints this only once per
-/// process ("terminate called recursively" after that).
+/// process ("terminate called recursively" after that). No local owns memory when abort()
+/// abandons this frame.
 [[noreturn]] void on_terminate() {
-  std::string what = "no exception";
-  if (std::exception_ptr e = std::current_exception()) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      int status = 0;
-      char* name = abi::__cxa_demangle(typeid(x).name(), nullptr, nullptr, &status);
-      what = std::string(status == 0 && name ? name : typeid(x).name()) + ": " + x.what();
-      std::free(name);
-    } catch (...) {
-      std::type_info* t = abi::__cxa_current_exception_type();
-      int status = 0;
-      char* name = t ? abi::__cxa_demangle(t->name(), nullptr, nullptr, &status) : nullptr;
-      what = "an exception of type " +
-             std::string(status == 0 && name ? name : (t ? t->name() : "<unknown>"));
-      std::free(name);
-    }
-  }
-  g_terminate = what;
+  g_terminate = describe_handled_exception();
   std::abort();
 }
 
