@@ -194,30 +194,30 @@ TEST_CASE("the comma trick wraps values and leaves void expressions empty") {
   CHECK(std::is_same_v<decltype(nothing), NoValue>);
 }
 
-TEST_CASE("a statement with a lambda is moved into a function called at once") {
+TEST_CASE("statements with a lambda are moved into a function called at once, whole") {
+  // Each cell, as it is wrapped (function numbers count from 0).
+  const std::pair<const char*, const char*> cases[] = {
+      {"std::sort(b, e, [](int x, int y) { return x < y; });",
+       "void __rlx_repl_stmt_0() { std::sort(b, e, [](int x, int y) { return x < y; }); } "
+       "__rlx_repl_stmt_0();"},
+      {"rlx::jit([](Tensor t) { return t; })(x);",
+       "void __rlx_repl_stmt_1() { rlx::jit([](Tensor t) { return t; })(x); } "
+       "__rlx_repl_stmt_1();"},
+      {"[] { f(); }();", "void __rlx_repl_stmt_2() { [] { f(); }(); } __rlx_repl_stmt_2();"},
+      {"v = g([](int a) { return a; });",
+       "void __rlx_repl_stmt_3() { v = g([](int a) { return a; }); } __rlx_repl_stmt_3();"},
+      // control statements: a lambda's body does not end them; else and do's while belong
+      {"for (int& o : v) o = [o] { return o * 10; }();",
+       "void __rlx_repl_stmt_4() { for (int& o : v) o = [o] { return o * 10; }(); } "
+       "__rlx_repl_stmt_4();"},
+      {"if (a) { f([] {}); } else { g(); }",
+       "void __rlx_repl_stmt_5() { if (a) { f([] {}); } else { g(); } } __rlx_repl_stmt_5();"},
+      {"do { f([] {}); } while (a);",
+       "void __rlx_repl_stmt_6() { do { f([] {}); } while (a); } __rlx_repl_stmt_6();"},
+  };
   int id = 0;
-  CHECK(wrap_lambda_statements("std::sort(b, e, [](int x, int y) { return x < y; });", id) ==
-        "void __rlx_repl_stmt_0() { std::sort(b, e, [](int x, int y) { return x < y; }); } "
-        "__rlx_repl_stmt_0();");
-  CHECK(id == 1);
-  CHECK(wrap_lambda_statements("rlx::jit([](Tensor t) { return t; })(x);", id) ==
-        "void __rlx_repl_stmt_1() { rlx::jit([](Tensor t) { return t; })(x); } "
-        "__rlx_repl_stmt_1();");
-  CHECK(wrap_lambda_statements("[] { f(); }();", id) ==
-        "void __rlx_repl_stmt_2() { [] { f(); }(); } __rlx_repl_stmt_2();");
-  CHECK(wrap_lambda_statements("v = g([](int a) { return a; });", id) ==
-        "void __rlx_repl_stmt_3() { v = g([](int a) { return a; }); } __rlx_repl_stmt_3();");
-}
-
-TEST_CASE("control statements with a lambda are wrapped whole, else branches included") {
-  int id = 0;
-  CHECK(wrap_lambda_statements("for (int& o : v) o = [o] { return o * 10; }();", id) ==
-        "void __rlx_repl_stmt_0() { for (int& o : v) o = [o] { return o * 10; }(); } "
-        "__rlx_repl_stmt_0();");
-  CHECK(wrap_lambda_statements("if (a) { f([] {}); } else { g(); }", id) ==
-        "void __rlx_repl_stmt_1() { if (a) { f([] {}); } else { g(); } } __rlx_repl_stmt_1();");
-  CHECK(wrap_lambda_statements("do { f([] {}); } while (a);", id) ==
-        "void __rlx_repl_stmt_2() { do { f([] {}); } while (a); } __rlx_repl_stmt_2();");
+  for (const auto& [cell, wrapped] : cases) CHECK(wrap_lambda_statements(cell, id) == wrapped);
+  CHECK(id == 7);
 }
 
 TEST_CASE("declarations, statements without lambdas and unfinished expressions stay as they are") {
