@@ -8,10 +8,14 @@
 #                                                clang may parse a cell for 5 s)
 #   check_repl.py eof REPL                       input ending inside a cell: reported, no hang
 #   check_repl.py cli REPL                       --help, --version, scripts, exit codes
+#   check_repl.py interrupt REPL                 Ctrl-C (SIGINT) interrupts cells, not the session
+#   check_repl.py jit-crash REPL                 a jitted function works after a crash in its trace
+#   check_repl.py inline-vars REPL INCLUDE_DIR   rlx's inline variables link in a cell
 #
 # Every run is bounded by a timeout; a failure prints what differed and exits 1.
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,15 +23,15 @@ import tempfile
 TIMEOUT = 120
 
 
-def run(repl, args=(), stdin="", merge=False):
+def run(repl, args=(), stdin="", merge=False, timeout=TIMEOUT):
     """Run rlx-repl; returns (exit code, stdout, stderr)."""
     try:
         p = subprocess.run([repl, *args], input=stdin, capture_output=not merge,
                            stdout=subprocess.PIPE if merge else None,
                            stderr=subprocess.STDOUT if merge else None,
-                           text=True, timeout=TIMEOUT)
+                           text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        fail(f"rlx-repl {' '.join(args)} did not finish within {TIMEOUT} s")
+        fail(f"rlx-repl {' '.join(args)} did not finish within {timeout} s")
     return p.returncode, p.stdout, p.stderr or ""
 
 
@@ -192,6 +196,136 @@ def cli(repl):
     print("--help, --version, bad options, scripts, --timing and :dump behave")
 
 
+class Running:
+    """rlx-repl running a script, its output (stdout and stderr together) read as it comes."""
+
+    def __init__(self, repl, script_text, tmpdir):
+        path = os.path.join(tmpdir, "script.cpp")
+        with open(path, "w") as f:
+            f.write(script_text)
+        self.path = path
+        self.p = subprocess.Popen([repl, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.out = b""
+
+    def wait_for(self, text, seconds=60):
+        """Read until `text` has been printed (after what was waited for before)."""
+        import select
+        import time
+        deadline = time.monotonic() + seconds
+        while text.encode() not in self.out:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.p.poll() is not None and not select.select(
+                    [self.p.stdout], [], [], 0)[0]:
+                self.p.kill()
+                fail(f"rlx-repl never printed {text!r}; it printed:\n" + self.out.decode())
+            if select.select([self.p.stdout], [], [], min(left, 0.2))[0]:
+                chunk = os.read(self.p.stdout.fileno(), 65536)
+                if not chunk and self.p.poll() is not None:
+                    continue
+                self.out += chunk
+        at = self.out.index(text.encode()) + len(text)
+        self.out = self.out[at:]
+
+    def interrupt(self):
+        self.p.send_signal(signal.SIGINT)
+
+    def finish(self, seconds=60):
+        try:
+            rest, _ = self.p.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            fail("rlx-repl did not finish the script; it printed:\n" + self.out.decode())
+        self.out += rest
+        return self.p.returncode, self.out.decode()
+
+
+def interrupt(repl):
+    """Ctrl-C (SIGINT) interrupts the running cell only: C++ that never reaches an rlx safe
+    point is abandoned after the grace period or at a second Ctrl-C, rlx work stops at its next
+    safe point, a parse clang never finishes is given up; later cells see earlier definitions."""
+    script = """int kept = 5;
+std::puts("looping"); std::fflush(stdout); while (true) {}
+kept + 1
+std::puts("safe points"); std::fflush(stdout); for (;;) rlx::detail::check_interrupt("a loop of the cell");
+kept + 2
+std::puts("twice"); std::fflush(stdout); for (volatile int spin = 0; ; spin = spin + 1) {}
+kept + 3
+namespace never_parsed { int x = }
+kept + 4
+"""
+    with tempfile.TemporaryDirectory() as d:
+        r = Running(repl, script, d)
+        r.wait_for("looping")
+        r.interrupt()  # one Ctrl-C: the loop is abandoned after the grace period
+        r.wait_for(f"{r.path}:2: error: the cell was interrupted (Ctrl-C) and abandoned")
+        r.wait_for("6\n")
+        r.wait_for("safe points")
+        r.interrupt()
+        r.wait_for(f"{r.path}:4: rlx::Error: interrupted in a loop of the cell")
+        r.wait_for("7\n")
+        r.wait_for("twice")
+        r.interrupt()
+        r.interrupt()  # the second Ctrl-C abandons the loop at once
+        r.wait_for(f"{r.path}:6: error: the cell was interrupted (Ctrl-C) and abandoned")
+        r.wait_for("8\n")
+        import time
+        time.sleep(1.0)  # clang is now parsing the namespace that never ends
+        r.interrupt()
+        r.wait_for(f"{r.path}:8: error: the cell was interrupted (Ctrl-C) before it ran; "
+                   "it was not run")
+        r.wait_for("9\n")
+        code, rest = r.finish()
+        check(code == 1, f"exit code {code} after interrupted cells, expected 1")
+        check("error" not in rest, f"more after the last cell: {rest!r}")
+    print("Ctrl-C interrupted four cells (abandoned, rlx safe point, twice, while parsing); "
+          "the session went on with its definitions")
+
+
+def jit_crash(repl):
+    """A crash while rlx::jit traces a function leaves the function usable: rlx-repl calls
+    rlx::frames_abandoned(), which releases the function's lock (else the next call hangs)."""
+    script = """auto traced = rlx::jit([](Tensor t) {
+  if (t.size(0) == 7) { volatile int* p = nullptr; *p = 1; }
+  return t * 2.f;
+});
+traced(rlx::ones({7}))
+traced(rlx::ones({3}))
+"""
+    code, out, err = run(repl, stdin=script, timeout=60)
+    check("<stdin>:5: error: the cell crashed (signal 11, Segmentation fault)" in err,
+          f"the crash was not reported: {err!r}")
+    check(out == "tensor([2., 2., 2.], f32[3])\n",
+          f"the call after the crash printed {out!r}: {err!r}")
+    print("the jitted function works after a crash inside its trace")
+
+
+def inline_vars(repl, include_dir):
+    """Every namespace-scope inline variable of rlx's headers links in a cell (clang 19 does not
+    emit one from the PCH; value_print.cpp must define each)."""
+    names = []
+    for root, _, files in os.walk(include_dir):
+        for name in sorted(files):
+            if not name.endswith(".hpp"):
+                continue
+            namespaces = []
+            with open(os.path.join(root, name)) as f:
+                for line in f:
+                    m = re.match(r"namespace ([\w:]+) \{", line)
+                    if m:
+                        namespaces.append(m.group(1))
+                    elif re.match(r"\} // namespace", line) and namespaces:
+                        namespaces.pop()
+                    m = re.match(r"inline constexpr [\w:<>, ]+? (\w+)(\[\])? *(=|\{)", line)
+                    if m and namespaces:
+                        names.append("::".join(namespaces) + "::" + m.group(1))
+    check(len(names) >= 10, f"found only {len(names)} inline variables in {include_dir}")
+    cells = "".join(f"const auto& inline_variable_{i} = {n};\n" for i, n in enumerate(names))
+    code, out, err = run(repl, stdin=cells + 'std::puts("all linked");\n')
+    check(code == 0 and out == "all linked\n",
+          f"inline variables that do not link (add them to value_print.cpp):\n{err}")
+    print(f"{len(names)} inline variables of rlx's headers link in a cell")
+
+
 def main():
     mode, repl, *rest = sys.argv[1:]
     if mode == "session":
@@ -202,6 +336,12 @@ def main():
         eof(repl)
     elif mode == "cli":
         cli(repl)
+    elif mode == "interrupt":
+        interrupt(repl)
+    elif mode == "jit-crash":
+        jit_crash(repl)
+    elif mode == "inline-vars":
+        inline_vars(repl, *rest)
     else:
         fail("unknown mode " + mode)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/repl/interactive_tmux.sh REPL -- rlx-repl at a terminal, typed at through tmux: values,
-# line editing (backspace), history (up arrow), a multi-line cell, an error, Ctrl-C, :timing,
-# :quit.
+# line editing (backspace), history (up arrow), a multi-line cell, an error, Ctrl-C (dropping
+# a line, interrupting a cell), Tab completion, :timing, :quit.
 # A private tmux server (-L) is used and killed at the end; every wait has a deadline.
 set -u
 repl=${1:?usage: interactive_tmux.sh REPL}
@@ -77,6 +77,37 @@ wait_for '^\.\.\.> ?$'
 t send-keys -t repl C-c
 type_line '40 + 2'
 wait_for '^42$'
+
+# tab_completes TEXT REGEX: TEXT then Tab makes the line REGEX.
+tab_completes() {
+  t send-keys -t repl -l "$1"
+  t send-keys -t repl Tab
+  wait_for "^rlx> $2\$"
+}
+# Tab completes through clang: "x.su" becomes "x.sum", a member of a Tensor.
+tab_completes 'x.su' 'x\.sum'
+type_line '()'
+wait_for '^tensor\(12\., f32\[\]\)$'
+# ... and a type name: "Tens" becomes "Tensor".
+tab_completes 'Tens' 'Tensor'
+type_line ' doubled = x * 2;'
+type_line 'doubled.max()'
+wait_for '^tensor\(6\., f32\[\]\)$'
+
+# Tab at the start of a line indents.
+t send-keys -t repl Tab
+type_line '5 * 5'
+wait_for $'^rlx> \t5 \\* 5$|^rlx>  +5 \\* 5$'
+wait_for '^25$'
+
+# Ctrl-C while a cell runs interrupts the cell only (a second one abandons it at once).
+type_line 'while (true) {}'
+sleep 1
+t send-keys -t repl C-c
+t send-keys -t repl C-c
+wait_for '<cell [0-9]+>:1: error: the cell was interrupted \(Ctrl-C\) and abandoned'
+type_line 'doubled.sum()'
+wait_for '^tensor\(24\., f32\[\]\)$'
 
 type_line ':timing on'
 wait_for '^timing is on$'

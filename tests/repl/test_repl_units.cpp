@@ -193,3 +193,51 @@ TEST_CASE("the comma trick wraps values and leaves void expressions empty") {
   auto nothing = (void(), NoValue{});
   CHECK(std::is_same_v<decltype(nothing), NoValue>);
 }
+
+TEST_CASE("statements with a lambda are moved into a function called at once, whole") {
+  // Each cell, as it is wrapped (function numbers count from 0).
+  const std::pair<const char*, const char*> cases[] = {
+      {"std::sort(b, e, [](int x, int y) { return x < y; });",
+       "void __rlx_repl_stmt_0() { std::sort(b, e, [](int x, int y) { return x < y; }); } "
+       "__rlx_repl_stmt_0();"},
+      {"rlx::jit([](Tensor t) { return t; })(x);",
+       "void __rlx_repl_stmt_1() { rlx::jit([](Tensor t) { return t; })(x); } "
+       "__rlx_repl_stmt_1();"},
+      {"[] { f(); }();", "void __rlx_repl_stmt_2() { [] { f(); }(); } __rlx_repl_stmt_2();"},
+      {"v = g([](int a) { return a; });",
+       "void __rlx_repl_stmt_3() { v = g([](int a) { return a; }); } __rlx_repl_stmt_3();"},
+      // control statements: a lambda's body does not end them; else and do's while belong
+      {"for (int& o : v) o = [o] { return o * 10; }();",
+       "void __rlx_repl_stmt_4() { for (int& o : v) o = [o] { return o * 10; }(); } "
+       "__rlx_repl_stmt_4();"},
+      {"if (a) { f([] {}); } else { g(); }",
+       "void __rlx_repl_stmt_5() { if (a) { f([] {}); } else { g(); } } __rlx_repl_stmt_5();"},
+      {"do { f([] {}); } while (a);",
+       "void __rlx_repl_stmt_6() { do { f([] {}); } while (a); } __rlx_repl_stmt_6();"},
+  };
+  int id = 0;
+  for (const auto& [cell, wrapped] : cases) CHECK(wrap_lambda_statements(cell, id) == wrapped);
+  CHECK(id == 7);
+}
+
+TEST_CASE("declarations, statements without lambdas and unfinished expressions stay as they are") {
+  int id = 0;
+  for (const char* cell : {
+           "auto f = rlx::jit([](Tensor t) { return t; });",
+           "Tensor y = rlx::grad([](Tensor t) { return t.sum(); })(x);",
+           "int g(int a) { return [a] { return a; }(); }",
+           "std::vector<int> v = {1, 2}; v.push_back(3);",
+           "x[0] = 1; f(a[1]);",
+           "[[maybe_unused]] int u = [] { return 1; }();",
+           "rlx::jit([](Tensor t) { return t; })(x)",
+           "struct S { int operator()() { return [] { return 1; }(); } };",
+       })
+    CHECK(wrap_lambda_statements(cell, id) == cell);
+  CHECK(id == 0);
+}
+
+TEST_CASE("only the statements with lambdas of a cell are wrapped, on their own lines") {
+  int id = 5;
+  CHECK(wrap_lambda_statements("int a = 1;\nf([] {});\nint b = 2;", id) ==
+        "int a = 1;\nvoid __rlx_repl_stmt_5() { f([] {}); } __rlx_repl_stmt_5();\nint b = 2;");
+}

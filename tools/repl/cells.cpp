@@ -127,6 +127,27 @@ void scan(ScanState& st, std::string_view line, bool& directive, Visit&& visit) 
 
 std::string_view bracket_name(char c) { return c == '(' ? "'('" : c == '[' ? "'['" : "'{'"; }
 
+/// Scan every line of a complete `cell`: `visit(at, ch, kind, depth, directive, line_start)`
+/// as scan's, with `at` and `line_start` offsets in the cell; `line_end(end, directive)` after
+/// each line, `directive` telling whether a preprocessor line ended there.
+template <class Visit, class LineEnd>
+void scan_cell(std::string_view cell, Visit&& visit, LineEnd&& line_end) {
+  ScanState st;
+  bool directive = false;
+  std::size_t offset = 0;
+  while (offset <= cell.size()) {
+    std::size_t nl = cell.find('\n', offset);
+    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
+    scan(st, cell.substr(offset, end - offset), directive,
+         [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
+           visit(offset + pos, c, kind, depth, dir, offset);
+         });
+    line_end(end, directive && !st.continued);
+    if (nl == std::string_view::npos) break;
+    offset = nl + 1;
+  }
+}
+
 } // namespace
 
 std::string_view trim(std::string_view s) {
@@ -190,33 +211,27 @@ struct CellShape {
 
 CellShape shape_of(std::string_view cell) {
   CellShape sh;
-  ScanState st;
-  bool directive = false;
-  std::size_t offset = 0;
-  while (offset <= cell.size()) {
-    std::size_t nl = cell.find('\n', offset);
-    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
-    std::string_view line = cell.substr(offset, end - offset);
-    scan(st, line, directive, [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
-      if (c == ' ' || c == '\t' || c == '\r') return;
-      sh.last = c;
-      sh.last_pos = offset + pos;
-      sh.last_in_directive = dir;
-      if (kind != Kind::Code || depth != 0 || dir) return;
-      if (c == ';') sh.split = offset + pos + 1;
-      if (c == '=') {
-        char prev = pos > 0 ? line[pos - 1] : '\0';
-        char prev2 = pos > 1 ? line[pos - 2] : '\0';
-        char next = pos + 1 < line.size() ? line[pos + 1] : '\0';
-        bool comparison = next == '=' || prev == '=' || prev == '!' ||
-                          (prev == '<' && prev2 != '<') || (prev == '>' && prev2 != '>');
-        if (!comparison) sh.assigns.push_back(offset + pos);
-      }
-    });
-    if (directive && !st.continued) sh.split = end;
-    if (nl == std::string_view::npos) break;
-    offset = nl + 1;
-  }
+  scan_cell(
+      cell,
+      [&](std::size_t at, char c, Kind kind, std::size_t depth, bool dir, std::size_t line) {
+        if (c == ' ' || c == '\t' || c == '\r') return;
+        sh.last = c;
+        sh.last_pos = at;
+        sh.last_in_directive = dir;
+        if (kind != Kind::Code || depth != 0 || dir) return;
+        if (c == ';') sh.split = at + 1;
+        if (c == '=') {
+          char prev = at > line ? cell[at - 1] : '\0';
+          char prev2 = at > line + 1 ? cell[at - 2] : '\0';
+          char next = at + 1 < cell.size() ? cell[at + 1] : '\0';
+          bool comparison = next == '=' || prev == '=' || prev == '!' ||
+                            (prev == '<' && prev2 != '<') || (prev == '>' && prev2 != '>');
+          if (!comparison) sh.assigns.push_back(at);
+        }
+      },
+      [&](std::size_t end, bool directive) {
+        if (directive) sh.split = end;
+      });
   return sh;
 }
 
@@ -244,23 +259,17 @@ std::string terminated(std::string_view cell) {
 
 std::vector<std::size_t> auto_declarations(std::string_view cell) {
   std::vector<std::size_t> starts;
-  ScanState st;
-  bool directive = false;
   bool at_start = true;
-  std::size_t offset = 0;
-  while (offset <= cell.size()) {
-    std::size_t nl = cell.find('\n', offset);
-    std::size_t end = nl == std::string_view::npos ? cell.size() : nl;
-    scan(st, cell.substr(offset, end - offset), directive,
-         [&](std::size_t pos, char c, Kind kind, std::size_t depth, bool dir) {
-           if (c == ' ' || c == '\t' || c == '\r' || dir) return;
-           if (at_start) starts.push_back(offset + pos);
-           at_start = kind == Kind::Code && depth == 0 && (c == ';' || c == '}');
-         });
-    if (directive && !st.continued) at_start = true;
-    if (nl == std::string_view::npos) break;
-    offset = nl + 1;
-  }
+  scan_cell(
+      cell,
+      [&](std::size_t at, char c, Kind kind, std::size_t depth, bool dir, std::size_t) {
+        if (c == ' ' || c == '\t' || c == '\r' || dir) return;
+        if (at_start) starts.push_back(at);
+        at_start = kind == Kind::Code && depth == 0 && (c == ';' || c == '}');
+      },
+      [&](std::size_t, bool directive) {
+        if (directive) at_start = true;
+      });
   std::vector<std::size_t> out;
   for (std::size_t s : starts) {
     std::string_view rest = cell.substr(s);
@@ -268,6 +277,139 @@ std::vector<std::size_t> auto_declarations(std::string_view cell) {
     std::size_t next = rest.find_first_not_of(" \t\r\n", 4);
     if (next != std::string_view::npos && rest[next] == '[') continue; // auto [a, b] = ...
     out.push_back(s);
+  }
+  return out;
+}
+
+namespace {
+
+/// The (possibly qualified) name at `pos` of `text` and where it ends; empty when none.
+std::string_view name_at(std::string_view text, std::size_t pos, std::size_t& end) {
+  std::size_t i = pos;
+  for (;;) {
+    if (text.substr(i).starts_with("::")) i += 2;
+    std::size_t start = i;
+    while (i < text.size() && ident_char(text[i])) ++i;
+    if (i == start) break;
+    if (!text.substr(i).starts_with("::")) break;
+  }
+  end = i;
+  return text.substr(pos, i - pos);
+}
+
+/// The first word of the statement at `pos` ("" when it starts with punctuation).
+std::string_view first_word(std::string_view text, std::size_t pos) {
+  std::size_t i = pos;
+  while (i < text.size() && ident_char(text[i])) ++i;
+  return text.substr(pos, i - pos);
+}
+
+bool is_control_statement(std::string_view text, std::size_t pos) {
+  std::string_view w = first_word(text, pos);
+  return text[pos] == '{' || w == "for" || w == "while" || w == "do" || w == "if" ||
+         w == "switch" || w == "try";
+}
+
+/// Whether the statement at `pos` is an expression statement: a lambda or parenthesized
+/// expression, `throw`/`delete`, or a name followed by a call, a member access, a subscript,
+/// an assignment or an increment. Declarations (`Tensor x = ...`, `int f() {...}`,
+/// `std::vector<int> v`) are not; neither is anything this cannot tell.
+bool is_expression_statement(std::string_view text, std::size_t pos) {
+  if (text.substr(pos).starts_with("[[")) return false;
+  if (text[pos] == '[' || text[pos] == '(') return true;
+  std::string_view w = first_word(text, pos);
+  if (w == "throw" || w == "delete") return true;
+  static constexpr std::string_view kDeclarationWords[] = {
+      "auto",     "int",      "void",         "const",     "constexpr", "consteval", "constinit",
+      "static",   "inline",   "extern",       "template",  "typedef",   "using",     "struct",
+      "class",    "union",    "enum",         "namespace", "unsigned",  "signed",    "long",
+      "short",    "char",     "float",        "double",    "bool",      "typename",  "decltype",
+      "volatile", "mutable",  "thread_local", "friend",    "virtual",   "explicit",  "operator",
+      "return",   "register", "wchar_t",      "char8_t",   "char16_t",  "char32_t",  "export"};
+  for (std::string_view k : kDeclarationWords)
+    if (w == k) return false;
+  std::size_t end = pos;
+  if (name_at(text, pos, end).empty()) return false;
+  std::size_t next = text.find_first_not_of(" \t\r\n", end);
+  if (next == std::string_view::npos) return false;
+  std::string_view rest = text.substr(next);
+  if (rest[0] == '(' || rest[0] == '.' || rest[0] == '[' || rest.starts_with("->") ||
+      rest.starts_with("++") || rest.starts_with("--"))
+    return true;
+  if (rest[0] == '=') return !rest.starts_with("==");
+  for (std::string_view op : {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
+    if (rest.starts_with(op)) return true;
+  return false;
+}
+
+} // namespace
+
+/// Whether the `{` at `at` (at the top level of the control statement starting at `begin`)
+/// opens its block, rather than a lambda's body: it starts the statement, or follows the
+/// condition's `)`, or `do`, `else` or `try`. (`for (...) y = [](int a) { ... }(1);` is read
+/// wrongly: the cell then fails with clang's message on the rewritten line.)
+bool opens_block(std::string_view cell, std::size_t begin, std::size_t at, char before) {
+  if (at == begin || before == ')') return true;
+  std::size_t end = cell.find_last_not_of(" \t\r\n", at - 1);
+  if (end == std::string_view::npos) return false;
+  std::size_t start = end + 1;
+  while (start > 0 && ident_char(cell[start - 1])) --start;
+  std::string_view word = cell.substr(start, end + 1 - start);
+  return word == "do" || word == "else" || word == "try";
+}
+
+std::string wrap_lambda_statements(std::string_view cell, int& next_id) {
+  struct Piece {
+    std::size_t begin = 0, end = 0;
+    bool control = false, lambda = false, after_do = false;
+  };
+  std::vector<Piece> done;
+  Piece cur;
+  bool open = false;         // inside a statement
+  bool can_continue = false; // the last statement was a control statement ending at `}` or `;`
+  char prev = ';';           // the last code character before this one
+  bool block = false;        // the last top-level `{` opened a control statement's block
+  scan_cell(
+      cell,
+      [&](std::size_t at, char c, Kind kind, std::size_t depth, bool dir, std::size_t) {
+        if (c == ' ' || c == '\t' || c == '\r' || dir) return;
+        if (!open) {
+          std::string_view w = first_word(cell, at);
+          bool continues = can_continue && !done.empty() &&
+                           (w == "else" || w == "catch" || (w == "while" && done.back().after_do));
+          if (continues) {
+            cur = done.back();
+            done.pop_back();
+            cur.after_do = false;
+          } else {
+            cur = Piece{at, at, is_control_statement(cell, at), false, false};
+          }
+          open = true;
+          can_continue = false;
+          block = false;
+        }
+        if (kind == Kind::Code && c == '[' && !ident_char(prev) && prev != ')' && prev != ']' &&
+            prev != '[' && (at + 1 >= cell.size() || cell[at + 1] != '['))
+          cur.lambda = true;
+        char before = prev;
+        if (kind == Kind::Code) prev = c;
+        if (kind != Kind::Code || depth != 0) return;
+        if (c == '{') block = cur.control && opens_block(cell, cur.begin, at, before);
+        if (c == ';' || (c == '}' && block)) {
+          cur.end = at + 1;
+          cur.after_do = c == '}' && first_word(cell, cur.begin) == "do";
+          can_continue = cur.control;
+          done.push_back(cur);
+          open = false;
+        }
+      },
+      [](std::size_t, bool) {});
+  std::string out(cell);
+  for (auto it = done.rbegin(); it != done.rend(); ++it) {
+    if (!it->lambda || !(it->control || is_expression_statement(cell, it->begin))) continue;
+    std::string name = "__rlx_repl_stmt_" + std::to_string(next_id++);
+    out.insert(it->end, " } " + name + "();");
+    out.insert(it->begin, "void " + name + "() { ");
   }
   return out;
 }

@@ -73,6 +73,15 @@ std::string terminated(std::string_view cell);
 /// uninitialized, by every later cell that uses it (an inline variable's lambda has linkage).
 std::vector<std::size_t> auto_declarations(std::string_view cell);
 
+/// The cell with each complete top-level statement that contains a lambda and is an expression
+/// statement (`std::sort(b, e, [](int x, int y) { ... });`, `rlx::jit([](Tensor t) {...})(x);`)
+/// or a control statement (for, while, do, if, switch, try, a block) moved into a function
+/// called at once:  `void __rlx_repl_stmt_N() { <statement> } __rlx_repl_stmt_N();`  on the
+/// same lines. clang 19 crashes mangling a lambda whose context is a top-level statement; in a
+/// function, it is a local lambda. Declarations are left alone (a declaration's lambda is
+/// mangled in the declaration's context). `next_id` numbers the functions and is advanced.
+std::string wrap_lambda_statements(std::string_view cell, int& next_id);
+
 /// Whether the text (trimmed) is a meta command: `:` followed by a letter (`::x` is C++).
 bool is_meta_command(std::string_view text);
 

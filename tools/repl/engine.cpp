@@ -6,11 +6,17 @@
 #include <clang/Basic/Version.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Interpreter/Interpreter.h>
+#include <clang/Lex/Preprocessor.h>
+#include <clang/Sema/CodeCompleteConsumer.h>
+#include <clang/Sema/Sema.h>
+#include <clang/Sema/SemaCodeCompletion.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -142,7 +148,12 @@ std::vector<std::string> undefined_symbols(clang::Interpreter& interpreter, llvm
     if (!gv.isDeclaration() || gv.use_empty() || gv.hasExternalWeakLinkage() || !gv.hasName())
       return;
     if (const auto* f = llvm::dyn_cast<llvm::Function>(&gv); f && f->isIntrinsic()) return;
-    if (defined(interpreter, gv.getName())) return;
+    // clang's JIT emulates TLS: a thread_local is reached through its __emutls_v. control
+    // variable, which the process's own thread_locals (libstdc++'s call_once state, without
+    // the PCH) do not have.
+    if (gv.isThreadLocal() ? defined(interpreter, "__emutls_v." + gv.getName().str())
+                           : defined(interpreter, gv.getName()))
+      return;
     std::vector<const llvm::GlobalValue*> users;
     referrers(&gv, users);
     for (const llvm::GlobalValue* user : users) {
@@ -159,6 +170,45 @@ std::vector<std::string> undefined_symbols(clang::Interpreter& interpreter, llvm
   for (const llvm::GlobalVariable& g : m.globals()) check(g);
   return missing;
 }
+
+/// Collects the names clang's code completion offers: declarations and keywords.
+class Completions final : public clang::CodeCompleteConsumer {
+public:
+  Completions() : clang::CodeCompleteConsumer(options()), info_(allocator_) {}
+
+  std::vector<std::string> names;
+  std::string filter; ///< the part of the name typed before the cursor
+
+  void ProcessCodeCompleteResults(clang::Sema& sema, clang::CodeCompletionContext,
+                                  clang::CodeCompletionResult* results, unsigned count) override {
+    filter = sema.getPreprocessor().getCodeCompletionFilter().str();
+    for (unsigned i = 0; i < count; ++i) {
+      const clang::CodeCompletionResult& r = results[i];
+      if (r.Kind == clang::CodeCompletionResult::RK_Keyword) {
+        names.emplace_back(r.Keyword);
+      } else if (r.Kind == clang::CodeCompletionResult::RK_Declaration && r.Declaration) {
+        const clang::IdentifierInfo* id = r.Declaration->getDeclName().getAsIdentifierInfo();
+        if (id != nullptr && !id->getName().starts_with("__")) names.push_back(id->getName().str());
+      }
+    }
+  }
+  clang::CodeCompletionAllocator& getAllocator() override { return *allocator_; }
+  clang::CodeCompletionTUInfo& getCodeCompletionTUInfo() override { return info_; }
+
+private:
+  static clang::CodeCompleteOptions options() {
+    clang::CodeCompleteOptions o;
+    o.IncludeMacros = false;
+    o.IncludeCodePatterns = false;
+    o.IncludeGlobals = true;
+    o.IncludeBriefComments = false;
+    o.LoadExternal = true;
+    return o;
+  }
+  std::shared_ptr<clang::GlobalCodeCompletionAllocator> allocator_ =
+      std::make_shared<clang::GlobalCodeCompletionAllocator>();
+  clang::CodeCompletionTUInfo info_;
+};
 
 } // namespace
 
@@ -224,6 +274,51 @@ bool Engine::execute(std::string& error) {
     return false;
   }
   return true;
+}
+
+bool Engine::discard(std::string& error) {
+  clang::PartialTranslationUnit* ptu = impl_->pending;
+  impl_->pending = nullptr;
+  if (ptu == nullptr) return true;
+  if (llvm::Error undo = impl_->interpreter->Undo()) {
+    error = take_message(std::move(undo));
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Engine::complete(std::string_view code, std::string& prefix) {
+  // clang's code completion runs when the lexer reaches a point set in a file: the text goes
+  // into a virtual file that the next input includes, and the session's own parser and Sema
+  // (which see every declaration of the session: the prelude's, the cells') complete there.
+  // This leaves the interpreter unusable for more input, hence the throwaway copy.
+  clang::CompilerInstance& ci = *impl_->interpreter->getCompilerInstance();
+  const std::string path = "/rlx-repl/completion.cpp";
+  std::string content(code);
+  content += '\n';
+  clang::FileEntryRef file =
+      ci.getFileManager().getVirtualFileRef(path, off_t(content.size()), /*ModificationTime=*/0);
+  ci.getSourceManager().overrideFileContents(file,
+                                             llvm::MemoryBuffer::getMemBufferCopy(content, path));
+  llvm::StringRef text(code.data(), code.size());
+  std::size_t line_start = text.rfind('\n');
+  line_start = line_start == llvm::StringRef::npos ? 0 : line_start + 1;
+  unsigned line = unsigned(text.count('\n')) + 1;
+  unsigned column = unsigned(text.size() - line_start) + 1;
+  clang::Preprocessor& pp = ci.getPreprocessor();
+  if (pp.SetCodeCompletionPoint(file, line, column)) return {};
+  Completions consumer;
+  ci.getSema().CodeCompletion().CodeCompleter = &consumer;
+  impl_->diagnostics.quiet = true;
+  auto ptu = impl_->interpreter->Parse("#include \"" + path + "\"\n");
+  if (!ptu) llvm::consumeError(ptu.takeError()); // parsing stops at the completion point
+  prefix = consumer.filter;
+  std::vector<std::string> out;
+  for (std::string& name : consumer.names)
+    if (!name.empty() && llvm::StringRef(name).starts_with(prefix)) out.push_back(std::move(name));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 std::string Engine::clang_version() { return CLANG_VERSION_STRING; }

@@ -27,6 +27,14 @@ public:
   /// defines is not run but undone, and returns false with `error` naming the symbols; another
   /// JIT failure returns false with LLVM's message.
   bool execute(std::string& error);
+  /// Drop the input parsed last without running it (false with `error` when clang cannot).
+  bool discard(std::string& error);
+  /// Completions at the end of `code` (the text before the cursor) from clang's code
+  /// completer: the names that continue the identifier being typed (the whole names; `prefix`
+  /// is set to the part already typed), sorted, without duplicates. It builds a second compiler
+  /// that sees this session's declarations: call it in a throwaway copy (run_in_copy), since it
+  /// changes the session's AST and clang 19 may crash in it.
+  std::vector<std::string> complete(std::string_view code, std::string& prefix);
   /// The clang version string ("19.1.7").
   static std::string clang_version();
 

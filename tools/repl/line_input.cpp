@@ -1,9 +1,11 @@
 // tools/repl/line_input.cpp -- terminal (libedit's readline interface) and stream line sources.
 #include "line_input.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <utility>
 
@@ -62,13 +64,51 @@ private:
 };
 
 #ifdef RLX_REPL_LIBEDIT
+// libedit's completion hooks are plain functions: they reach the terminal's completer here.
+Completer* g_complete = nullptr;
+std::vector<std::string> g_matches;
+std::size_t g_next_match = 0;
+
+extern "C" char* rlx_repl_next_match(const char*, int state) {
+  if (state == 0) g_next_match = 0;
+  if (g_next_match >= g_matches.size()) return nullptr;
+  return strdup(g_matches[g_next_match++].c_str());
+}
+
+/// Tab: the identifier `text` ends at the cursor; completions replace it. After blanks only,
+/// Tab indents instead.
+extern "C" char** rlx_repl_attempt_completion(const char* text, int, int) {
+  rl_attempted_completion_over = 1; // never file names
+  std::string before(rl_line_buffer, std::size_t(std::max(rl_point, 0)));
+  g_matches.clear();
+  if (before.find_first_not_of(" \t") == std::string::npos) {
+    g_matches.push_back(std::string(text) + "\t"); // the one completion: a tab
+    return rl_completion_matches(text, rlx_repl_next_match);
+  }
+  if (g_complete == nullptr || !*g_complete) return nullptr;
+  std::string typed(text);
+  // Nothing typed yet: complete members (after `.`, `->`, `::`), not every name there is.
+  char before_word = before.size() > typed.size() ? before[before.size() - typed.size() - 1] : ' ';
+  if (typed.empty() && before_word != '.' && before_word != '>' && before_word != ':')
+    return nullptr;
+  for (std::string& name : (*g_complete)(before))
+    if (name.starts_with(typed)) g_matches.push_back(std::move(name));
+  if (g_matches.empty()) return nullptr;
+  return rl_completion_matches(text, rlx_repl_next_match);
+}
+
 class TerminalInput final : public LineInput {
 public:
-  explicit TerminalInput(std::string history_file) : history_file_(std::move(history_file)) {
+  TerminalInput(std::string history_file, Completer complete)
+      : history_file_(std::move(history_file)), complete_(std::move(complete)) {
     rl_readline_name = "rlx-repl";
     // libedit's own handlers would pass Ctrl-C on to the whole process group (kill(0, ...)).
     rl_catch_signals = 0;
-    rl_bind_key('\t', rl_insert); // a tab is indentation, not file-name completion
+    // A completed word is an identifier: everything else breaks words.
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{}()[].,:+-*/%!^~?#";
+    rl_completion_append_character = '\0';
+    rl_attempted_completion_function = rlx_repl_attempt_completion;
+    g_complete = &complete_;
     using_history();
     if (!history_file_.empty()) read_history(history_file_.c_str());
   }
@@ -90,15 +130,19 @@ public:
   }
   std::optional<std::string> peek() override { return std::nullopt; }
   bool interrupted() const override { return interrupted_; }
+  ~TerminalInput() override { g_complete = nullptr; }
+  TerminalInput(const TerminalInput&) = delete;
+  TerminalInput& operator=(const TerminalInput&) = delete;
 
 private:
   std::string history_file_;
+  Completer complete_;
   bool interrupted_ = false;
 };
 #else
 class TerminalInput final : public LineInput {
 public:
-  explicit TerminalInput(const std::string&) {}
+  TerminalInput(const std::string&, const Completer&) {}
   std::optional<std::string> read(const std::string& prompt) override {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
@@ -122,8 +166,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<LineInput> terminal_input(const std::string& history_file) {
-  return std::make_unique<TerminalInput>(history_file);
+std::unique_ptr<LineInput> terminal_input(const std::string& history_file, Completer complete) {
+  return std::make_unique<TerminalInput>(history_file, std::move(complete));
 }
 
 std::unique_ptr<LineInput> stream_input(std::istream& in) {

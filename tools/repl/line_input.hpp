@@ -2,10 +2,12 @@
 // (libedit, when the build found it), or a stream (a script file, piped standard input).
 #pragma once
 
+#include <functional>
 #include <istream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rlx::repl {
 
@@ -21,10 +23,14 @@ public:
   virtual std::optional<std::string> peek() = 0;
 };
 
-/// Lines typed at a terminal. With libedit: editing, and history kept in `history_file`
-/// ("" keeps none); without it, plain reads with the prompt. Ctrl-C while reading drops the
-/// line (interrupted()); while a cell runs it ends rlx-repl, as in a shell.
-std::unique_ptr<LineInput> terminal_input(const std::string& history_file);
+/// Names completing the identifier that ends `before_cursor` (the line up to the cursor).
+using Completer = std::function<std::vector<std::string>(const std::string& before_cursor)>;
+
+/// Lines typed at a terminal. With libedit: editing, history kept in `history_file` ("" keeps
+/// none), and Tab completing the identifier before the cursor through `complete` (at the start
+/// of a line, or after blanks, Tab indents); without it, plain reads with the prompt. Ctrl-C
+/// while reading drops the line (interrupted()).
+std::unique_ptr<LineInput> terminal_input(const std::string& history_file, Completer complete);
 
 /// Lines of a stream (not owned).
 std::unique_ptr<LineInput> stream_input(std::istream& in);

@@ -29,8 +29,8 @@ std::string history_file(const Options& o) {
 
 /// Read lines into cells and run them until the end of input or :quit. Interactive cells are
 /// named `<cell N>`; others by their source and line.
-void run_input(Session& session, LineInput& input, const std::string& source, bool interactive) {
-  CellSplitter cell;
+void run_input(Session& session, LineInput& input, const std::string& source, bool interactive,
+               CellSplitter& cell) {
   int line_no = 0, first_line = 1, cell_no = 0;
   for (;;) {
     const char* prompt = cell.blank() && cell.complete() ? "rlx> " : "...> ";
@@ -139,10 +139,16 @@ int run(const std::vector<std::string>& args) {
     std::printf("rlx-repl %s (clang %s, started in %.0f ms). :help for help, :quit to leave.\n",
                 RLX_VERSION, Engine::clang_version().c_str(), session->startup_ms());
 
+  CellSplitter cell;
+  // Tab completes in the context of the cell typed so far.
+  auto complete = [&](const std::string& before_cursor) {
+    return session->complete(cell.text().empty() ? before_cursor
+                                                 : cell.text() + "\n" + before_cursor);
+  };
   std::unique_ptr<LineInput> input =
-      interactive ? terminal_input(history_file(options))
+      interactive ? terminal_input(history_file(options), complete)
                   : stream_input(file.is_open() ? static_cast<std::istream&>(file) : std::cin);
-  run_input(*session, *input, source, interactive);
+  run_input(*session, *input, source, interactive, cell);
   int failures = session->failures();
   session.reset(); // runs the destructors of the cells' globals while rlx is still alive
   if (interactive) return 0;

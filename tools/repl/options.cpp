@@ -136,10 +136,11 @@ the session first, so a cell clang rejects never enters the session.
 
 Errors: a compile error prints clang's message (`<stdin>:4:7: error: ...`); an rlx::Error its
 message, which names the op, the shapes and the line (`(at <stdin>:4)`); any other exception
-its type and what(); a crash (SIGSEGV, SIGFPE, ...) its signal. The session goes on, and later
-cells see every earlier definition. A cell that fails at run time keeps what it declared (its
-code may be referenced by values it made); a crashed cell may leave what it was changing half
-done.
+its type and what(); a crash (SIGSEGV, SIGFPE, SIGABRT from abort(), assert or
+std::terminate, ...) its signal; an interrupted cell (Ctrl-C) says so. The session goes on, and
+later cells see every earlier definition. A cell that fails at run time keeps what it declared
+(its code may be referenced by values it made); a crashed or abandoned cell may leave what it
+was changing half done.
 
 )" + meta_help() +
          R"(

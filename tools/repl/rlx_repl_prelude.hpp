@@ -9,24 +9,33 @@
 // anything with an operator<< through it, and other types as their name.
 // The out-of-line functions are compiled into rlx-repl (value_print.cpp); everything here is
 // also compiled by tests/repl/test_repl_units.cpp, so the printer is tested without clang.
+// <atomic>, <future>, <mutex> and <thread> are here for cells that include them: the PCH's
+// -D__always_inline__=__used__ is on the templates of <bits/atomic_base.h> (the prelude needs
+// them), so a cell including <atomic> itself would instantiate and emit every member of
+// atomic<T> for each T (3 s), atomic<long double>'s calling libatomic's __atomic_load_16.
 #pragma once
 
+#include <rlx/host.hpp>
 #include <rlx/rlx.hpp>
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <concepts>
 #include <cstdint>
 #include <cstdio>
+#include <future>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>

@@ -4,6 +4,7 @@
 // exits when the socket closes; it never runs a destructor or an atexit handler (_exit).
 #include "sandbox.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -22,6 +24,7 @@ namespace rlx::repl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr long kPollMs = 50; ///< how often check() asks whether it was interrupted
 
 bool send_all(int fd, const void* data, std::size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -47,6 +50,11 @@ bool recv_all(int fd, void* data, std::size_t n) {
   return true;
 }
 
+/// In a forked copy: a crash ends it at once, through no handler the session had installed.
+void die_quietly() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, SIG_DFL);
+}
+
 } // namespace
 
 std::string Sandbox::Outcome::describe(double timeout_seconds) const {
@@ -62,6 +70,8 @@ std::string Sandbox::Outcome::describe(double timeout_seconds) const {
     std::snprintf(s, sizeof s, "%g", timeout_seconds);
     return std::string("still running after ") + s + " s";
   }
+  case Kind::Interrupted:
+    return "interrupted (Ctrl-C)";
   case Kind::ForkFailed:
     return "could not fork: " + std::string(std::strerror(code));
   }
@@ -117,6 +127,7 @@ bool Sandbox::start(Outcome& out) {
   }
   if (pid == 0) {
     close(fds[0]);
+    die_quietly();
     // Ctrl-C at the terminal reaches the whole foreground process group: it is the session's
     // to handle, not a crash of the copy. (The copy ends when the session's socket closes.)
     signal(SIGINT, SIG_IGN);
@@ -130,7 +141,8 @@ bool Sandbox::start(Outcome& out) {
   return true;
 }
 
-Sandbox::Outcome Sandbox::check(std::string_view code, bool quiet) {
+Sandbox::Outcome Sandbox::check(std::string_view code, bool quiet,
+                                const std::function<bool()>& interrupted) {
   auto t0 = Clock::now();
   Outcome out;
   auto finish = [&](Outcome::Kind kind) {
@@ -152,8 +164,9 @@ Sandbox::Outcome Sandbox::check(std::string_view code, bool quiet) {
   while (sent) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return finish(Outcome::Kind::TimedOut);
+    if (interrupted()) return finish(Outcome::Kind::Interrupted);
     pollfd p{fd_, POLLIN, 0};
-    int r = poll(&p, 1, int(left.count()) + 1);
+    int r = poll(&p, 1, int(std::min<long>(left.count() + 1, kPollMs)));
     if (r < 0 && errno == EINTR) continue;
     if (r > 0) {
       got = recv_all(fd_, &reply, 1);
@@ -170,6 +183,58 @@ Sandbox::Outcome Sandbox::check(std::string_view code, bool quiet) {
   pid_ = -1;
   out.code = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return finish(Outcome::Kind::Crashed);
+}
+
+std::optional<std::string> run_in_copy(const std::function<std::string()>& fn,
+                                       double timeout_seconds) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return std::nullopt;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    die_quietly();
+    signal(SIGINT, SIG_IGN);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 2);
+    std::string out;
+    try {
+      out = fn();
+    } catch (...) { // the copy must never return into the session's code
+      _exit(1);
+    }
+    uint32_t len = uint32_t(out.size());
+    (void)(send_all(fds[1], &len, sizeof len) && send_all(fds[1], out.data(), out.size()));
+    _exit(0);
+  }
+  close(fds[1]);
+  std::optional<std::string> result;
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fds[0], POLLIN, 0};
+    int r = poll(&p, 1, int(left.count()) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    uint32_t len = 0;
+    std::string out;
+    if (r > 0 && recv_all(fds[0], &len, sizeof len)) {
+      out.resize(len);
+      if (recv_all(fds[0], out.data(), len)) result = std::move(out);
+    }
+    break;
+  }
+  close(fds[0]);
+  kill(pid, SIGKILL);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return result;
 }
 
 } // namespace rlx::repl

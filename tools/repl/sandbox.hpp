@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -24,7 +25,7 @@ public:
   Sandbox& operator=(const Sandbox&) = delete;
 
   struct Outcome {
-    enum class Kind { Parsed, Failed, Crashed, TimedOut, ForkFailed };
+    enum class Kind { Parsed, Failed, Crashed, TimedOut, Interrupted, ForkFailed };
     Kind kind = Kind::Parsed;
     int code = 0;  ///< the signal (Crashed) or errno (ForkFailed)
     double ms = 0; ///< wall time of the check, a fork included
@@ -33,8 +34,9 @@ public:
   };
 
   /// Parse `code` in the copy, forking one when there is none. Unless it parsed, the copy is
-  /// discarded: its state may now differ from the session's.
-  Outcome check(std::string_view code, bool quiet);
+  /// discarded: its state may now differ from the session's. `interrupted` is asked while the
+  /// copy works (at least every 50 ms); when it says yes the copy is discarded (Interrupted).
+  Outcome check(std::string_view code, bool quiet, const std::function<bool()>& interrupted);
   /// Discard the copy: the session changed in a way the copy did not see (an input undone).
   void reset();
   /// Copies forked so far.
@@ -50,5 +52,12 @@ private:
   int fd_ = -1; ///< our end of the socket pair with the copy
   int forks_ = 0;
 };
+
+/// Run `fn` once in a forked copy of this process that is thrown away after (what it changes
+/// never reaches the session; its standard error is discarded and it ignores SIGINT): its
+/// result, or nullopt when it crashed, did not answer within `timeout_seconds`, or the fork
+/// failed.
+std::optional<std::string> run_in_copy(const std::function<std::string()>& fn,
+                                       double timeout_seconds);
 
 } // namespace rlx::repl

@@ -120,11 +120,13 @@ expression without `;` prints its value (tensors as rlx prints them), e.g.
     Tensor x = arange(0, 6, 1).reshape({2, 3});
     x.sum(-1)
 Definitions persist from cell to cell. A compile error, an rlx::Error, any other exception or
-a crash (a null pointer, a stack overflow) fails only its cell; the session goes on.
+a crash (a null pointer, a stack overflow, abort(), a failed assert, std::terminate) fails only
+its cell; the session goes on. Tab completes the name before the cursor (clang's completer).
+Ctrl-C while typing drops the cell being typed; while a cell runs it interrupts the cell: rlx
+work stops at its next safe point, other code is abandoned after 2 s or at a second Ctrl-C.
 Commands:
     :help          this text
-    :quit          leave (also :q, or end of input / Ctrl-D; Ctrl-C drops the cell being
-                   typed, and ends a cell that runs too long with the session)
+    :quit          leave (also :q, or end of input / Ctrl-D)
     :timing on|off print each cell's time: c++ (clang checks, parses, compiles the cell),
                    trace (the cell's own code: recording tensor ops, tracing rlx::jit),
                    compile (rlx compiling graphs: graphs, kernels), run (rlx running them)
@@ -136,7 +138,14 @@ Commands:
 Session::Session(SessionOptions options) : options_(std::move(options)) {
   auto t0 = Clock::now();
   engine_ = std::make_unique<Engine>(options_.compiler_args);
-  const std::string prelude = "#include <rlx_repl_prelude.hpp>\nusing namespace rlx;\n";
+  // With the PCH, -D__always_inline__=__used__ (tools/repl/meson.build) puts the always-inline
+  // functions of the prelude's headers in the PCH's object. Headers a cell includes later must
+  // not see it: `used` would emit every member of <atomic>'s specializations into the cell,
+  // atomic<long double>'s among them, which call __atomic_load_16 (libatomic, not linked), and
+  // every later cell needing a function of that cell's module (shared_ptr's reference counts:
+  // any Tensor) would fail to link.
+  const std::string prelude =
+      "#include <rlx_repl_prelude.hpp>\n#undef __always_inline__\nusing namespace rlx;\n";
   std::string error;
   if (!engine_->parse(prelude, false))
     throw std::runtime_error("the prelude (rlx/rlx.hpp, rlx_repl_prelude.hpp) does not compile");
@@ -162,45 +171,97 @@ void Session::fail(const std::string& message) {
   std::fflush(stderr);
 }
 
-bool Session::check(const std::string& code, bool quiet, double& ms) {
+Session::Checked Session::check(const std::string& code, bool quiet, double& ms) {
   if (!sandbox_) {
     auto t0 = Clock::now();
     bool ok = engine_->parse(code, quiet);
     ms += ms_since(t0);
-    return ok;
+    return ok ? Checked::Parsed : Checked::Failed;
   }
-  Sandbox::Outcome out = sandbox_->check(code, quiet);
+  Sandbox::Outcome out = sandbox_->check(code, quiet, [this] { return presses_->pressed(); });
   ms += out.ms;
   using Kind = Sandbox::Outcome::Kind;
-  if (out.kind == Kind::Parsed) return true;
+  if (out.kind == Kind::Parsed) return Checked::Parsed;
+  if (out.kind == Kind::Interrupted) return Checked::Interrupted;
   if (out.kind != Kind::Failed && !quiet)
     std::fprintf(stderr, "%s: error: clang failed on this cell (%s); it was not run\n",
                  where_.c_str(), out.describe(options_.parse_timeout).c_str());
-  return false;
+  return Checked::Failed;
+}
+
+bool Session::execute(std::string& message) {
+  const char* half_done = "; the session goes on, but what the cell was changing may be left "
+                          "half done";
+  try {
+    std::string error;
+    bool executed = true;
+    Guarded g = run_guarded([&] { executed = engine_->execute(error); }, options_.interrupt_grace);
+    if (g.kind == Guarded::Kind::Interrupted) {
+      message = "error: the cell was interrupted (Ctrl-C) and abandoned" + std::string(half_done);
+      return false;
+    }
+    if (g.kind == Guarded::Kind::Crashed) {
+      std::string sig = "signal " + std::to_string(g.signal) + ", " + strsignal(g.signal);
+      if (g.other_thread) sig += ", on another thread, which is stopped for good";
+      if (!g.terminate.empty())
+        message =
+            "error: the cell called std::terminate (" + sig + ") while handling " + g.terminate;
+      else
+        message = "error: the cell crashed (" + sig + ")";
+      message += half_done;
+      return false;
+    }
+    if (!executed) {
+      if (sandbox_) sandbox_->reset(); // the cell was undone here, not in the copy
+      message = "error: the cell does not link: " + demangle_words(error);
+      return false;
+    }
+  } catch (...) {
+    message = current_exception_message();
+    return false;
+  }
+  return true;
 }
 
 bool Session::run_cell(const std::string& cell, const std::string& source, int line) {
   ++cells_;
   where_ = source + ":" + std::to_string(line);
+  // Ctrl-C while clang checks or parses the cell: the cell is not run.
+  InterruptCounter presses;
+  presses_ = &presses;
+  struct Reset {
+    InterruptCounter*& p;
+    ~Reset() { p = nullptr; }
+  } reset{presses_};
   const std::string header = line_directive(source, line);
-  CellPlan plan = plan_cell(with_inline_autos(cell, source, line));
+  const std::string body = with_inline_autos(cell, source, line);
+  CellPlan plan = plan_cell(wrap_lambda_statements(body, next_wrapper_));
   std::string code;
   double check_ms = 0, parse_ms = 0;
+  const char* not_run = "error: the cell was interrupted (Ctrl-C) before it ran; it was not run";
   // In the sandbox a check parses in a copy that is thrown away; without it, a successful
   // check is the parse itself.
   bool parsed = false;
   if (!plan.expression.empty()) {
-    std::string wrapped = header + plan.statements + "::rlx::repl::show(((" + plan.expression +
-                          "\n), ::rlx::repl::NoValue{}));";
-    if (check(wrapped, /*quiet=*/true, check_ms)) {
+    // In a function: clang 19 crashes on a lambda in a top-level statement (see cells.hpp).
+    std::string show = "__rlx_repl_show_" + std::to_string(next_wrapper_++);
+    std::string wrapped = header + plan.statements + "void " + show + "() { ::rlx::repl::show(((" +
+                          plan.expression + "\n), ::rlx::repl::NoValue{})); } " + show + "();";
+    Checked c = check(wrapped, /*quiet=*/true, check_ms);
+    if (c == Checked::Interrupted) {
+      fail(not_run);
+      return false;
+    }
+    if (c == Checked::Parsed) {
       code = std::move(wrapped);
       parsed = !options_.sandbox;
     }
   }
   if (code.empty()) {
-    std::string plain = header + terminated(with_inline_autos(cell, source, line));
-    if (!check(plain, /*quiet=*/false, check_ms)) {
-      fail("");
+    std::string plain = header + wrap_lambda_statements(terminated(body), next_wrapper_);
+    Checked c = check(plain, /*quiet=*/false, check_ms);
+    if (c != Checked::Parsed) {
+      fail(c == Checked::Interrupted ? not_run : "");
       return false;
     }
     code = std::move(plain);
@@ -215,28 +276,21 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
       return false;
     }
   }
+  if (presses.pressed()) { // during the parse, which cannot be stopped
+    std::string error;
+    if (sandbox_) sandbox_->reset(); // the copy keeps the cell
+    if (!engine_->discard(error)) {
+      fail(std::string(not_run) + "; clang could not drop it: " + error);
+      return false;
+    }
+    fail(not_run);
+    return false;
+  }
 
   CacheStats before = cache_stats();
   auto t0 = Clock::now();
-  bool ok = true;
   std::string message;
-  try {
-    std::string error;
-    bool executed = true;
-    int sig = run_guarded([&] { executed = engine_->execute(error); });
-    if (sig != 0) {
-      ok = false;
-      message = "error: the cell crashed (signal " + std::to_string(sig) + ", " + strsignal(sig) +
-                "); the session goes on, but what the cell was changing may be left half done";
-    } else if (!executed) {
-      if (sandbox_) sandbox_->reset(); // the cell was undone here, not in the copy
-      ok = false;
-      message = "error: the cell does not link: " + demangle_words(error);
-    }
-  } catch (...) {
-    ok = false;
-    message = current_exception_message();
-  }
+  bool ok = execute(message);
   double exec_ms = ms_since(t0);
   flush_output();
   if (!ok) fail(message);
@@ -257,6 +311,34 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
     flush_output();
   }
   return ok;
+}
+
+std::vector<std::string> Session::complete(const std::string& code) {
+  constexpr double kCompleteTimeout = 10; // seconds; the copy is killed after
+  auto names_in_copy = [&](const std::string& text) {
+    return run_in_copy(
+        [&] {
+          std::string prefix, joined;
+          for (const std::string& name : engine_->complete(text, prefix)) joined += name + '\n';
+          return joined;
+        },
+        kCompleteTimeout);
+  };
+  std::optional<std::string> found = names_in_copy(code);
+  // clang 19 crashes completing in some declarations (`auto y = x.me`): then complete the
+  // initializer alone (`x.me`).
+  std::size_t eq = code.rfind('=');
+  if (!found && eq != std::string::npos && code.find('\n', eq) == std::string::npos)
+    found = names_in_copy(code.substr(0, code.rfind('\n', eq) + 1) + code.substr(eq + 1));
+  std::vector<std::string> names;
+  if (!found) return names;
+  std::size_t at = 0;
+  while (at < found->size()) {
+    std::size_t nl = found->find('\n', at);
+    names.push_back(found->substr(at, nl - at));
+    at = nl + 1;
+  }
+  return names;
 }
 
 void Session::report_unclosed(const std::string& source, int line, const std::string& what) {

@@ -1,6 +1,7 @@
 // tools/repl/session.hpp -- one REPL session: cells in, values and clear errors out.
 #pragma once
 
+#include "crash_guard.hpp"
 #include "engine.hpp"
 #include "sandbox.hpp"
 
@@ -15,6 +16,7 @@ struct SessionOptions {
   bool timing = false;                    ///< print the time of each cell
   bool sandbox = true;                    ///< parse each cell in a forked copy first
   double parse_timeout = 30;              ///< seconds a cell's parse may take in the copy
+  double interrupt_grace = 2;             ///< seconds from Ctrl-C until a running cell is abandoned
 };
 
 /// What a meta command asks of the input loop.
@@ -32,6 +34,10 @@ public:
   bool run_cell(const std::string& cell, const std::string& source, int line);
   /// `:help`, `:quit`, `:timing on|off`, `:dump`; an unknown command is an error (counted).
   Next run_meta(const std::string& command, const std::string& source, int line);
+  /// The names completing the identifier at the end of `code` (the text of the cell before the
+  /// cursor), from clang's code completer run in a throwaway copy of the session (a crash or a
+  /// hang there costs the copy). Sorted; empty when there are none or clang failed.
+  std::vector<std::string> complete(const std::string& code);
   /// Report a cell cut off by the end of input (counted as a failure).
   void report_unclosed(const std::string& source, int line, const std::string& what);
 
@@ -40,14 +46,19 @@ public:
   double startup_ms() const { return startup_ms_; }
 
 private:
-  /// Parse `code` in the sandbox (or here without it); true when it parses.
-  bool check(const std::string& code, bool quiet, double& ms);
+  enum class Checked { Parsed, Failed, Interrupted };
+  /// Parse `code` in the sandbox (or here without it, where Ctrl-C cannot stop it).
+  Checked check(const std::string& code, bool quiet, double& ms);
+  /// Run the parsed cell under the crash guard; false (and the message) when it failed.
+  bool execute(std::string& message);
   void fail(const std::string& message);
 
   SessionOptions options_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Sandbox> sandbox_;
   std::string where_; ///< "source:line" of the cell being run, the prefix of its errors
+  InterruptCounter* presses_ = nullptr; ///< Ctrl-C while the cell is checked and parsed
+  int next_wrapper_ = 0;                ///< numbers the functions cells' statements are wrapped in
   int cells_ = 0;
   int failures_ = 0;
   double startup_ms_ = 0;
