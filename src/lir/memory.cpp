@@ -1,8 +1,8 @@
 // src/lir/memory.cpp -- where each value of a plan lives: views, buffers of their own, and one
 // arena placed from lifetimes (largest first, each at the lowest aligned offset free while it
 // lives), with an interval index so that planning stays near-linear in the graph.
-#include "lir/partition.hpp"
 #include "rlx/memory.hpp"
+#include "lir/partition.hpp"
 
 #include <algorithm>
 

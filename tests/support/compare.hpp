@@ -183,7 +183,7 @@ inline std::string mismatch_report(const Buffer& want, const Buffer& got, Tolera
 /// doctest: CHECKs that `got` has want's dtype and shape and matches it within `tol`; a failure
 /// names `context` and the first mismatching indices with both values. Returns whether it matched.
 inline bool check_buffers_close(const Buffer& want, const Buffer& got, Tolerance tol,
-                                const std::string& context) {
+                                [[maybe_unused]] const std::string& context) {
   INFO(context);
   CHECK(got.dtype() == want.dtype());
   CHECK(got.shape() == want.shape());
