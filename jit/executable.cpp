@@ -2,6 +2,7 @@
 #include "debug.hpp"
 #include "steps.hpp"
 
+#include "rlx/host.hpp"
 #include "rlx/ir/text.hpp"
 
 #include <algorithm>
@@ -70,6 +71,9 @@ public:
     // Values of their own (outputs, the interpreter's operands and results) are buffers of the
     // memory pool, freed after their last reader so the next step reuses them while in cache.
     for (std::size_t i = 0; i < steps_.size(); ++i) {
+      // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
+      if (interrupt_requested())
+        rlx::detail::check_interrupt(rlx::detail::cat("graph @", g.name, " before step ", i));
       steps_[i]->run(state);
       for (ir::NodeId id : lir_.memory.releases[i]) {
         owned[id.index] = interp::Buffer();

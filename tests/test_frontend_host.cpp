@@ -171,3 +171,36 @@ TEST_CASE("host: last_graph called inside the function's own trace is an error, 
   rlx::test::check_error([&] { (void)f(rlx::tensor({1.f})); }, rlx::ErrorKind::Trace,
                          "last_graph()");
 }
+
+TEST_CASE("host: a pending interrupt stops the next run on either backend with an Interrupted "
+          "error, and the run after it works") {
+  rlx::ir::Graph g = rlx::ir::parse_text(R"(graph @twice {
+  %0 = input("x") : [4] f32
+  %1 = exp(%0) : [4] f32
+  %2 = add(%1, %0) : [4] f32
+  return %2
+}
+)",
+                                         "twice.rlx");
+  rlx::interp::Buffer in(rlx::ir::Shape({4}, rlx::ir::DType::F32));
+  for (rlx::Backend b : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    CAPTURE(b);
+    auto exe = rlx::compile(g, b);
+    const rlx::interp::Buffer* leaves[] = {&in};
+    rlx::request_interrupt();
+    CHECK(rlx::interrupt_requested());
+    rlx::test::check_error([&] { (void)rlx::run_executable(exe, leaves); },
+                           rlx::ErrorKind::Interrupted, "interrupted in ");
+    CHECK_FALSE(rlx::interrupt_requested()); // the safe point that threw took the request
+    std::vector<rlx::interp::Buffer> out = rlx::run_executable(exe, leaves);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].get_f64(0) == 1.0); // exp(0) + 0
+  }
+}
+
+TEST_CASE("host: clear_interrupt drops a request nothing took") {
+  rlx::request_interrupt();
+  rlx::clear_interrupt();
+  CHECK_FALSE(rlx::interrupt_requested());
+  CHECK((rlx::tensor({1.f, 2.f}) * 2.f).sum().item<float>() == 6.f);
+}

@@ -2,6 +2,7 @@
 // generated from ops.def); the leaf family's kernels.
 #include "kernels.hpp"
 
+#include "rlx/host.hpp"
 #include "rlx/ir/verify.hpp"
 
 #include <cstring>
@@ -95,6 +96,8 @@ std::string node_context(const ir::Node& n) {
 
 Buffer eval_node_of_graph(const ir::Node& n, std::span<const Buffer* const> operands) {
   try {
+    // A safe point for a host's interrupt (rlx::request_interrupt): between the nodes it runs.
+    if (interrupt_requested()) rlx::detail::check_interrupt("the interpreter");
     return eval_node(n, operands);
   } catch (const Error& e) {
     throw Error(e.kind(), e.what() + node_context(n));
