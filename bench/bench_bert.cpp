@@ -1,6 +1,6 @@
 // bench/bench_bert.cpp -- one post-LN BERT encoder layer (12 heads, erf GELU, a padding mask) at
 // [4,15,384] (FFN 1536) and [8,128,768] (FFN 3072), forward only, on 1 and 2 threads: built
-// with the seed's builders (the layer of tests/test_bert_layer.cpp, which checks it against
+// with RLX's builders (the layer of tests/test_bert_layer.cpp, which checks it against
 // PyTorch within 1e-4), run through the compile pipeline with every fusion on, compiled once
 // with rlx::compile(g, Backend::Jit) and timed through Executable::run. The PyTorch peers
 // (eager and torch.jit.trace + freeze, the same layer as nn.TransformerEncoderLayer) are
@@ -23,8 +23,8 @@ struct Dims {
   int64_t b, s, d, h, f;
 };
 
-rlx::interp::Buffer weyl(std::vector<int64_t> dims, double scale, uint64_t seed) {
-  rlx::interp::Buffer out(rlx::ir::Shape::of(dims, rlx::ir::DType::F32));
+rlx::Buffer weyl(std::vector<int64_t> dims, double scale, uint64_t seed) {
+  rlx::Buffer out(rlx::ir::Shape::of(dims, rlx::ir::DType::F32));
   for (int64_t i = 0; i < out.numel(); ++i) {
     uint64_t k = ((uint64_t(i) + seed * 7919) * 2654435761ull) % 4294967296ull;
     out.set_f64(i, scale * (-1.0 + 2.0 * double(k) / 4294967296.0));
@@ -56,25 +56,25 @@ void run(const Dims& d, const bench::Args& args, const bench::Budget& budget) {
   opts.fuse = rlx::passes::FuseOptions::all();
   rlx::passes::compile_pipeline(g, opts);
 
-  std::vector<rlx::interp::Buffer> leaves;
+  std::vector<rlx::Buffer> leaves;
   uint64_t seed = 1;
   for (const Node& n : g.nodes()) {
     if (n.op.kind() != OpKind::Input && n.op.kind() != OpKind::Param) continue;
     const std::string& name = n.op.attrs<LeafAttrs>().name;
     if (name == "mask") {
-      rlx::interp::Buffer m(n.shape);
+      rlx::Buffer m(n.shape);
       for (int64_t i = 0; i < m.numel(); ++i) m.set_f64(i, 1.0);
       leaves.push_back(m);
     } else {
       bool gain = name == "ln1_g" || name == "ln2_g";
-      rlx::interp::Buffer b = weyl(n.shape.sizes(), name == "hidden" ? 1.0 : 0.05, seed++);
+      rlx::Buffer b = weyl(n.shape.sizes(), name == "hidden" ? 1.0 : 0.05, seed++);
       if (gain)
         for (int64_t i = 0; i < b.numel(); ++i) b.set_f64(i, 1.0 + b.get_f64(i));
       leaves.push_back(b);
     }
   }
-  std::vector<const rlx::interp::Buffer*> ptrs;
-  for (const rlx::interp::Buffer& b : leaves) ptrs.push_back(&b);
+  std::vector<const rlx::Buffer*> ptrs;
+  for (const rlx::Buffer& b : leaves) ptrs.push_back(&b);
   auto exe = rlx::compile(g, rlx::Backend::Jit);
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);

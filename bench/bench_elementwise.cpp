@@ -193,8 +193,8 @@ bool run(const Workload& w, const bench::Args& args, const bench::Budget& budget
     if (n < w.min_size) continue;
     std::vector<float> x = make_input(n);
     std::vector<float> y(std::size_t(n), 0.0f);
-    rlx::interp::Buffer xb = rlx::interp::Buffer::f32({n}, x);
-    const rlx::interp::Buffer* leaves[] = {&xb};
+    rlx::Buffer xb = rlx::Buffer::f32({n}, x);
+    const rlx::Buffer* leaves[] = {&xb};
     std::shared_ptr<const rlx::Executable> exe = rlx::compile(w.make_graph(n), rlx::Backend::Jit);
     std::vector<float> rlx_y = exe->run(leaves)[0].to_f32();
 
@@ -233,7 +233,7 @@ bool run(const Workload& w, const bench::Args& args, const bench::Budget& budget
         if (peer.kernel == nullptr) {
           s = bench::measure(
               [&] {
-                std::vector<rlx::interp::Buffer> r = exe->run(leaves);
+                std::vector<rlx::Buffer> r = exe->run(leaves);
                 bench::clobber(r[0].bytes().data());
               },
               budget);

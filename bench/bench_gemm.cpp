@@ -69,9 +69,9 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
   NodeId w = g.input("b", Shape({s.k, s.n}, DType::F32));
   g.set_outputs({g.matmul(x, w, Shape({s.m, s.n}, DType::F32))});
   auto exe = rlx::compile(g, rlx::Backend::Jit);
-  rlx::interp::Buffer ba = rlx::interp::Buffer::f32({s.m, s.k}, a);
-  rlx::interp::Buffer bb = rlx::interp::Buffer::f32({s.k, s.n}, b);
-  std::vector<const rlx::interp::Buffer*> leaves = {&ba, &bb};
+  rlx::Buffer ba = rlx::Buffer::f32({s.m, s.k}, a);
+  rlx::Buffer bb = rlx::Buffer::f32({s.k, s.n}, b);
+  std::vector<const rlx::Buffer*> leaves = {&ba, &bb};
   std::vector<float> want = exe->run(leaves)[0].to_f32();
 
   std::vector<float> c_blas(want.size()), c_eigen(want.size()), c_xsmm(want.size()),

@@ -156,10 +156,10 @@ int main(int argc, char** argv) {
     NodeId q = graph.input("b", Shape({n}, DType::F32));
     graph.set_outputs({graph.add(p, q)});
     auto exe = rlx::compile(graph, rlx::Backend::Jit);
-    const rlx::interp::Buffer* leaves[] = {&a.buffer(), &b.buffer()};
+    const rlx::Buffer* leaves[] = {&a.buffer(), &b.buffer()};
     s = bench::measure(
         [&] {
-          std::vector<rlx::interp::Buffer> r = exe->run(leaves);
+          std::vector<rlx::Buffer> r = exe->run(leaves);
           bench::clobber(r[0].bytes().data());
         },
         budget);

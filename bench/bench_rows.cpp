@@ -133,18 +133,18 @@ bool check(const std::string& what, const std::vector<float>& y, const std::vect
 bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
   const Problem& p = w.problem;
   bool ok = true;
-  rlx::interp::Buffer x = rlx::interp::Buffer::f32({p.rows, p.cols}, p.x);
-  std::vector<const rlx::interp::Buffer*> leaves{&x};
-  rlx::interp::Buffer g, b; // layer norm's gamma and beta
+  rlx::Buffer x = rlx::Buffer::f32({p.rows, p.cols}, p.x);
+  std::vector<const rlx::Buffer*> leaves{&x};
+  rlx::Buffer g, b; // layer norm's gamma and beta
   if (!p.gamma.empty()) {
-    g = rlx::interp::Buffer::f32({p.cols}, p.gamma);
-    b = rlx::interp::Buffer::f32({p.cols}, p.beta);
+    g = rlx::Buffer::f32({p.cols}, p.gamma);
+    b = rlx::Buffer::f32({p.cols}, p.beta);
     leaves = {&x, &g, &b};
   }
   auto exe = rlx::compile(w.graph, rlx::Backend::Jit);
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
-    std::vector<rlx::interp::Buffer> out = exe->run(leaves);
+    std::vector<rlx::Buffer> out = exe->run(leaves);
     std::vector<float> y(p.x.size());
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
     if (!check(std::string(w.table) + " rlx threads=" + std::to_string(threads), y, p.ref)) {
@@ -153,7 +153,7 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
     }
     bench::Stats s = bench::measure(
         [&] {
-          std::vector<rlx::interp::Buffer> r = exe->run(leaves);
+          std::vector<rlx::Buffer> r = exe->run(leaves);
           bench::clobber(r[0].bytes().data());
         },
         budget);

@@ -1,4 +1,4 @@
-// examples/bert_layer.cpp -- the seed's example: a BERT QKV projection, built and printed.
+// examples/bert_layer.cpp -- RLX's example: a BERT QKV projection, built and printed.
 #include <rlx/rlx.hpp>
 
 #include <cassert>

@@ -41,10 +41,10 @@ public:
     if (debug.dump_lir) write_dump(debug, exe + ".lir.txt", description_);
   }
 
-  std::vector<interp::Buffer> run(std::span<const interp::Buffer* const> leaves) const override {
+  std::vector<Buffer> run(std::span<const Buffer* const> leaves) const override {
     const ir::Graph& g = lir_.mir;
-    std::vector<interp::Buffer> owned(g.len());
-    std::vector<const interp::Buffer*> values = interp::feed_leaves(g, leaves);
+    std::vector<Buffer> owned(g.len());
+    std::vector<const Buffer*> values = interp::feed_leaves(g, leaves);
     for (ir::NodeId c : lir_.memory.io.constants) values[c.index] = &constants_[c.index];
     // The arena: the executable's own (warm from the last call) unless another thread is
     // running it, then one for this call from the memory pool. It keeps its pages mapped from
@@ -76,13 +76,13 @@ public:
         rlx::detail::check_interrupt(rlx::detail::cat("graph @", g.name, " before step ", i));
       steps_[i]->run(state);
       for (ir::NodeId id : lir_.memory.releases[i]) {
-        owned[id.index] = interp::Buffer();
+        owned[id.index] = Buffer();
         values[id.index] = nullptr;
       }
     }
     // Results computed here move out (the last time an output appears); the others copy.
     // Outputs never live in the arena (plan_options), so nothing returned aliases it.
-    std::vector<interp::Buffer> outs;
+    std::vector<Buffer> outs;
     for (std::size_t o = 0; o < g.outputs.size(); ++o) {
       uint32_t i = g.outputs[o].index;
       bool last = std::find_if(g.outputs.begin() + std::ptrdiff_t(o) + 1, g.outputs.end(),
@@ -104,7 +104,7 @@ private:
   std::vector<std::unique_ptr<PreparedStep>> steps_; ///< per step of lir_
   mutable std::mutex arena_mutex_; ///< guards arena_ (a call that finds it taken makes its own)
   mutable Storage arena_;
-  std::vector<interp::Buffer> constants_;
+  std::vector<Buffer> constants_;
   std::string description_; ///< the plan as text (describe(), RLX_DUMP=lir)
 };
 

@@ -144,12 +144,12 @@ public:
   }
 };
 
-/// One node on the interpreter's kernel (it takes and makes interp::Buffers).
+/// One node on the interpreter's kernel (it takes and makes Buffers).
 class InterpStep final : public PreparedStep {
 public:
   explicit InterpStep(const ir::Node& n) : node_(n) {}
   void run(RunState& s) const override {
-    std::vector<const interp::Buffer*> ops;
+    std::vector<const Buffer*> ops;
     for (ir::NodeId in : node_.inputs) ops.push_back(s.values[in.index]);
     uint32_t i = node_.id.index;
     s.owned[i] = interp::eval_node_of_graph(node_, ops);

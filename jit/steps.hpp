@@ -19,17 +19,17 @@ namespace rlx::jit {
 /// Where the values of one call are while its steps run.
 struct RunState {
   const ir::LirModule& lir;
-  std::byte* arena;                           ///< the call's arena (Memory::arena_size bytes)
-  std::vector<std::byte*>& ptr;               ///< per node: its elements (once made)
-  std::vector<const interp::Buffer*>& values; ///< per node: its buffer (leaves, Own values)
-  std::vector<interp::Buffer>& owned;         ///< per node: Own values made by this call
-  std::vector<void*>& args;                   ///< scratch for a step's argument pointers
+  std::byte* arena;                   ///< the call's arena (Memory::arena_size bytes)
+  std::vector<std::byte*>& ptr;       ///< per node: its elements (once made)
+  std::vector<const Buffer*>& values; ///< per node: its buffer (leaves, Own values)
+  std::vector<Buffer>& owned;         ///< per node: Own values made by this call
+  std::vector<void*>& args;           ///< scratch for a step's argument pointers
 
   /// The bytes a step writes node `id` to: its arena slot, or a new buffer of its own.
   std::byte* result(ir::NodeId id) {
     const ir::Placement& p = lir.memory.places[id.index];
     if (p.home == ir::Home::Arena) return ptr[id.index] = arena + p.offset;
-    owned[id.index] = interp::Buffer::uninitialized(lir.mir.shape(id));
+    owned[id.index] = Buffer::uninitialized(lir.mir.shape(id));
     values[id.index] = &owned[id.index];
     return ptr[id.index] = owned[id.index].bytes().data();
   }

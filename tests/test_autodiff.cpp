@@ -258,9 +258,9 @@ std::vector<int64_t> resolve(const std::vector<int64_t>& dims, int64_t m, int64_
   return r;
 }
 
-interp::Buffer random_arg(const Arg& a, const std::vector<int64_t>& dims, std::mt19937_64& rng) {
+Buffer random_arg(const Arg& a, const std::vector<int64_t>& dims, std::mt19937_64& rng) {
   Shape s = Shape::of(dims, a.dtype);
-  interp::Buffer b(s);
+  Buffer b(s);
   for (int64_t i = 0; i < b.numel(); ++i) {
     if (a.dtype == DType::F64)
       b.set_f64(i, std::uniform_real_distribution<double>(a.lo, a.hi)(rng));
@@ -301,7 +301,7 @@ Instance instantiate(const Case& c, uint64_t seed) {
   return in;
 }
 
-double at(const interp::Buffer& b, int64_t i) { return b.get_f64(i); }
+double at(const Buffer& b, int64_t i) { return b.get_f64(i); }
 
 void check_close(double got, double want, double tol, const std::string& what) {
   INFO(what);
@@ -316,16 +316,16 @@ void check_vjp(const Case& c, uint64_t seed) {
   const Shape& ys = in.g.shape(in.g.outputs[0]);
   Feeds feeds = in.feeds;
   feeds["d_output"] = test::random_buffer(ys, seed + 7);
-  const interp::Buffer& dout = feeds["d_output"];
-  std::vector<interp::Buffer> r = interp::run(gv, feeds);
+  const Buffer& dout = feeds["d_output"];
+  std::vector<Buffer> r = interp::run(gv, feeds);
   auto loss = [&](const Feeds& f) {
-    interp::Buffer y = interp::run(in.g, f)[0];
+    Buffer y = interp::run(in.g, f)[0];
     double s = 0;
     for (int64_t i = 0; i < y.numel(); ++i) s += at(y, i) * at(dout, i);
     return s;
   };
   for (std::size_t k = 0; k < in.wrt.size(); ++k) {
-    const interp::Buffer& x = in.feeds.at(in.names[k]);
+    const Buffer& x = in.feeds.at(in.names[k]);
     REQUIRE(r[1 + k].shape() == x.shape());
     for (int64_t i = 0; i < x.numel(); ++i) {
       Feeds f = in.feeds;
@@ -346,16 +346,16 @@ void check_jvp(const Case& c, uint64_t seed) {
   REQUIRE(gj.outputs.size() == 2);
   Feeds feeds = in.feeds, up = in.feeds, down = in.feeds;
   for (std::size_t k = 0; k < in.wrt.size(); ++k) {
-    const interp::Buffer& x = in.feeds.at(in.names[k]);
-    interp::Buffer t = test::random_buffer(x.shape(), seed * 31 + k);
+    const Buffer& x = in.feeds.at(in.names[k]);
+    Buffer t = test::random_buffer(x.shape(), seed * 31 + k);
     for (int64_t i = 0; i < x.numel(); ++i) {
       up[in.names[k]].set_f64(i, at(x, i) + c.h * at(t, i));
       down[in.names[k]].set_f64(i, at(x, i) - c.h * at(t, i));
     }
     feeds["tangent_" + in.names[k]] = std::move(t);
   }
-  std::vector<interp::Buffer> r = interp::run(gj, feeds);
-  interp::Buffer yu = interp::run(in.g, up)[0], yd = interp::run(in.g, down)[0];
+  std::vector<Buffer> r = interp::run(gj, feeds);
+  Buffer yu = interp::run(in.g, up)[0], yd = interp::run(in.g, down)[0];
   REQUIRE(r[1].shape() == yu.shape());
   for (int64_t i = 0; i < yu.numel(); ++i)
     check_close(at(r[1], i), (at(yu, i) - at(yd, i)) / (2 * c.h), c.tol,
@@ -432,7 +432,7 @@ struct Small {
 };
 
 /// Run with each feed given as an Input or a Param, as the graph declares it.
-std::vector<interp::Buffer> run_split(const Graph& g, const Feeds& all) {
+std::vector<Buffer> run_split(const Graph& g, const Feeds& all) {
   Feeds inputs, params;
   for (const Node& n : g.nodes()) {
     if (n.op.kind() != OpKind::Input && n.op.kind() != OpKind::Param) continue;
@@ -442,8 +442,8 @@ std::vector<interp::Buffer> run_split(const Graph& g, const Feeds& all) {
   return interp::run(g, inputs, params);
 }
 
-std::vector<const interp::Buffer*> leaves_of(const Graph& g, const Feeds& f) {
-  std::vector<const interp::Buffer*> leaves;
+std::vector<const Buffer*> leaves_of(const Graph& g, const Feeds& f) {
+  std::vector<const Buffer*> leaves;
   for (const Node& n : g.nodes())
     if (n.op.kind() == OpKind::Input || n.op.kind() == OpKind::Param)
       leaves.push_back(&f.at(n.op.attrs<LeafAttrs>().name));
@@ -464,17 +464,17 @@ TEST_CASE("grad_with_loss keeps the forward graph, adds d_output and outputs the
   for (std::size_t i = 0; i < s.g.len(); ++i) // a copy of the forward nodes comes first
     CHECK(gg.nodes()[i] == s.g.nodes()[i]);
   Feeds f = s.feeds;
-  f["d_output"] = interp::Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
-  std::vector<interp::Buffer> r = run_split(gg, f);
+  f["d_output"] = Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
+  std::vector<Buffer> r = run_split(gg, f);
   CHECK(r[0] == run_split(s.g, s.feeds)[0]);
   // grad is the same without the loss, and a doubled seed doubles the gradients.
   Graph g2 = autodiff::grad(s.g, {s.w, s.x});
   REQUIRE(g2.outputs.size() == 2);
-  std::vector<interp::Buffer> r2 = run_split(g2, f);
+  std::vector<Buffer> r2 = run_split(g2, f);
   CHECK(r2[0] == r[1]);
   CHECK(r2[1] == r[2]);
-  f["d_output"] = interp::Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{2.0});
-  std::vector<interp::Buffer> r3 = run_split(g2, f);
+  f["d_output"] = Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{2.0});
+  std::vector<Buffer> r3 = run_split(g2, f);
   for (int64_t i = 0; i < r3[0].numel(); ++i) CHECK(r3[0].get_f64(i) == 2 * r2[0].get_f64(i));
 }
 
@@ -485,13 +485,12 @@ TEST_CASE("stop_gradient passes the value forward and blocks its gradient") {
   g.set_outputs({y});
   Graph gg = autodiff::grad(g, {x});
   Feeds f;
-  f["x"] = interp::Buffer::from_f64(Shape({4}, DType::F64), std::vector<double>{1, -2, 3, 0.5});
-  f["d_output"] = interp::Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
+  f["x"] = Buffer::from_f64(Shape({4}, DType::F64), std::vector<double>{1, -2, 3, 0.5});
+  f["d_output"] = Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
   std::vector<double> dx = interp::run(gg, f)[0].to_f64();
   CHECK(dx == std::vector<double>{1, 4, 9, 0.25}); // x^2, not 3 x^2
   Graph gj = autodiff::jvp(g, {x});
-  f["tangent_x"] =
-      interp::Buffer::from_f64(Shape({4}, DType::F64), std::vector<double>{1, 1, 1, 1});
+  f["tangent_x"] = Buffer::from_f64(Shape({4}, DType::F64), std::vector<double>{1, 1, 1, 1});
   CHECK(interp::run(gj, f)[1].get_f64(0) == 1 + 4 + 9 + 0.25);
 }
 
@@ -504,7 +503,7 @@ TEST_CASE("a wrt node no gradient reaches gets zeros") {
   Feeds f;
   f["x"] = test::random_buffer(g.shape(x), 1);
   f["u"] = test::random_buffer(g.shape(u), 2);
-  f["d_output"] = interp::Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
+  f["d_output"] = Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
   CHECK(interp::run(gg, f)[0].to_f64() == std::vector<double>{0, 0, 0});
 }
 
@@ -530,13 +529,13 @@ TEST_CASE("hvp is the directional derivative of the gradient") {
   Graph gh = autodiff::hvp(s.g, {s.x, s.w});
   REQUIRE(gh.outputs.size() == 6); // loss, 2 grads, tangents of loss and of the 2 grads
   Graph gg = autodiff::grad(s.g, {s.x, s.w});
-  interp::Buffer vx = test::random_buffer(s.g.shape(s.x), 21);
-  interp::Buffer vw = test::random_buffer(s.g.shape(s.w), 22);
+  Buffer vx = test::random_buffer(s.g.shape(s.x), 21);
+  Buffer vw = test::random_buffer(s.g.shape(s.w), 22);
   Feeds f = s.feeds;
-  f["d_output"] = interp::Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
+  f["d_output"] = Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
   f["tangent_x"] = vx;
   f["tangent_w"] = vw;
-  std::vector<interp::Buffer> r = run_split(gh, f);
+  std::vector<Buffer> r = run_split(gh, f);
   const double h = 1e-6;
   Feeds up = f, down = f;
   for (int64_t i = 0; i < vx.numel(); ++i) {
@@ -547,7 +546,7 @@ TEST_CASE("hvp is the directional derivative of the gradient") {
     up["w"].set_f64(i, f["w"].get_f64(i) + h * vw.get_f64(i));
     down["w"].set_f64(i, f["w"].get_f64(i) - h * vw.get_f64(i));
   }
-  std::vector<interp::Buffer> gu = run_split(gg, up), gd = run_split(gg, down);
+  std::vector<Buffer> gu = run_split(gg, up), gd = run_split(gg, down);
   for (std::size_t k = 0; k < 2; ++k)
     for (int64_t i = 0; i < gu[k].numel(); ++i)
       check_close(r[4 + k].get_f64(i), (gu[k].get_f64(i) - gd[k].get_f64(i)) / (2 * h), 1e-6,
@@ -572,8 +571,8 @@ TEST_CASE("gradients through the JIT equal gradients through the interpreter") {
     Graph gv = autodiff::vjp(in.g, in.wrt);
     Feeds f = in.feeds;
     f["d_output"] = test::random_buffer(in.g.shape(in.g.outputs[0]), 5);
-    std::vector<interp::Buffer> want = interp::run(gv, f);
-    std::vector<interp::Buffer> got = compile(gv, Backend::Jit)->run(leaves_of(gv, f));
+    std::vector<Buffer> want = interp::run(gv, f);
+    std::vector<Buffer> got = compile(gv, Backend::Jit)->run(leaves_of(gv, f));
     REQUIRE(got.size() == want.size());
     for (std::size_t k = 0; k < got.size(); ++k) {
       REQUIRE(got[k].shape() == want[k].shape());
@@ -584,7 +583,7 @@ TEST_CASE("gradients through the JIT equal gradients through the interpreter") {
   }
 }
 
-// ---- The seed's explicit backward ops, each against its VJP (which the cases above check
+// ---- RLX's explicit backward ops, each against its VJP (which the cases above check
 // against finite differences) and against central differences directly.
 
 namespace {
@@ -736,19 +735,19 @@ TEST_CASE("each explicit backward op equals its VJP and central differences") {
     gb.set_outputs({bc.backward(gb, args, dy)});
     Feeds f = in.feeds;
     f["dy"] = test::random_buffer(in.g.shape(y), 9);
-    interp::Buffer got = interp::run(gb, f)[0];
+    Buffer got = interp::run(gb, f)[0];
     REQUIRE(got.shape() == in.g.shape(x));
     // Its VJP.
     Graph gv = autodiff::vjp(in.g, std::vector<NodeId>{x});
     Feeds fv = in.feeds;
     fv["d_output"] = f["dy"];
-    interp::Buffer want = interp::run(gv, fv)[1];
+    Buffer want = interp::run(gv, fv)[1];
     for (int64_t i = 0; i < got.numel(); ++i)
       check_close(got.get_f64(i), want.get_f64(i), 1e-10,
                   bc.what + " vs vjp [" + std::to_string(i) + "]");
     // Central differences of <dy, y>.
     auto loss = [&](const Feeds& ff) {
-      interp::Buffer v = interp::run(in.g, ff)[0];
+      Buffer v = interp::run(in.g, ff)[0];
       double s = 0;
       for (int64_t i = 0; i < v.numel(); ++i) s += v.get_f64(i) * f["dy"].get_f64(i);
       return s;
@@ -775,11 +774,10 @@ TEST_CASE("softmax_cross_entropy is logsumexp minus the target's logit, with lab
                  autodiff::softmax_cross_entropy_with_logits(g, l, lab)});
   std::vector<double> lv{0.5, -1, 2, 3, 0, -0.25};
   Feeds f;
-  f["l"] = interp::Buffer::from_f64(Shape({2, 3}, DType::F64), lv);
-  f["t"] =
-      interp::Buffer::from_f64(Shape({2, 3}, DType::F64), std::vector<double>{0, 0, 1, 1, 0, 0});
-  f["lab"] = interp::Buffer::from_f64(Shape({2}, DType::F64), std::vector<double>{2, 0});
-  std::vector<interp::Buffer> r = interp::run(g, f);
+  f["l"] = Buffer::from_f64(Shape({2, 3}, DType::F64), lv);
+  f["t"] = Buffer::from_f64(Shape({2, 3}, DType::F64), std::vector<double>{0, 0, 1, 1, 0, 0});
+  f["lab"] = Buffer::from_f64(Shape({2}, DType::F64), std::vector<double>{2, 0});
+  std::vector<Buffer> r = interp::run(g, f);
   for (int64_t row = 0; row < 2; ++row) {
     double z = 0;
     for (int64_t c = 0; c < 3; ++c) z += std::exp(lv[std::size_t(row * 3 + c)]);

@@ -122,7 +122,7 @@ TEST_CASE("the frontend transforms report misuse with the caller's line") {
 namespace {
 
 /// Run with each feed given as an Input or a Param, as the graph declares it.
-std::vector<interp::Buffer> run_split(const ir::Graph& g, const interp::Feed& all) {
+std::vector<Buffer> run_split(const ir::Graph& g, const interp::Feed& all) {
   interp::Feed inputs, params;
   for (const ir::Node& n : g.nodes()) {
     if (n.op.kind() != ir::OpKind::Input && n.op.kind() != ir::OpKind::Param) continue;
@@ -143,19 +143,19 @@ void check_vmap(const ir::Graph& g, const std::vector<std::string>& batched, int
     d.insert(d.begin(), batch);
     feeds[name] = test::random_buffer(ir::Shape::of(d, s.dtype()), name.size() + 17);
   }
-  std::vector<interp::Buffer> r = run_split(gb, feeds);
+  std::vector<Buffer> r = run_split(gb, feeds);
   REQUIRE(r.size() == g.outputs.size());
   for (int64_t k = 0; k < batch; ++k) {
     interp::Feed one = shared_feeds;
     for (const std::string& name : batched) {
-      const interp::Buffer& b = feeds[name];
+      const Buffer& b = feeds[name];
       ir::Shape s = g.shape(*g.input_id(name));
-      interp::Buffer slice(s);
+      Buffer slice(s);
       for (int64_t i = 0; i < slice.numel(); ++i)
         slice.set_f64(i, b.get_f64(k * slice.numel() + i));
       one[name] = std::move(slice);
     }
-    std::vector<interp::Buffer> y = run_split(g, one);
+    std::vector<Buffer> y = run_split(g, one);
     for (std::size_t o = 0; o < y.size(); ++o) {
       INFO("output ", o, " batch element ", k);
       REQUIRE(r[o].numel() == batch * y[o].numel());

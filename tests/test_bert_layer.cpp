@@ -1,4 +1,4 @@
-// tests/test_bert_layer.cpp -- a BERT encoder layer built with the seed's builders matches
+// tests/test_bert_layer.cpp -- a BERT encoder layer built with RLX's builders matches
 // PyTorch's nn.TransformerEncoderLayer (tests/fixtures/make_bert.py) within 1e-4, as built,
 // decomposed, and fused by the compile pipeline (on the interpreter and the JIT).
 #include "support/formula.hpp"
@@ -14,7 +14,7 @@
 
 using namespace rlx;
 using namespace rlx::ir;
-using interp::Buffer;
+using rlx::Buffer;
 using rlx::test::Formula;
 using rlx::test::formula;
 
@@ -34,7 +34,7 @@ const Formula kParams[] = {
     {"ln2_g", {D}, 0.1, 0.11, 1.1, 1},         {"ln2_b", {D}, 0.05, 0.07, 1.2, 0},
 };
 
-/// How the first residual norm is built: with the seed's fused_residual_ln builder, or from an
+/// How the first residual norm is built: with RLX's fused_residual_ln builder, or from an
 /// add and a layer_norm like the second one (the form the fusion passes start from).
 enum class FirstNorm { Fused, Primitives };
 

@@ -27,8 +27,8 @@ ir::Graph conv_graph(const ConvCase& c) {
   return g;
 }
 
-interp::Buffer values(const std::vector<int64_t>& dims, double phase, bool absolute) {
-  interp::Buffer b(ir::Shape::of(dims, ir::DType::F32));
+Buffer values(const std::vector<int64_t>& dims, double phase, bool absolute) {
+  Buffer b(ir::Shape::of(dims, ir::DType::F32));
   for (int64_t i = 0; i < b.numel(); ++i) {
     double v = std::sin(0.37 * double(i) + phase) * 2.0;
     b.set_f64(i, absolute ? std::abs(v) : v);
@@ -52,16 +52,16 @@ TEST_CASE("conv on the JIT: f32 convolutions run on the GEMM and match the inter
     ir::Graph g = conv_graph(c);
     std::string what = ir::to_text(g);
     INFO(what);
-    interp::Buffer x = values(c.x, 0.1, false), w = values(c.w, 1.3, false);
-    interp::Buffer ax = values(c.x, 0.1, true), aw = values(c.w, 1.3, true);
+    Buffer x = values(c.x, 0.1, false), w = values(c.w, 1.3, false);
+    Buffer ax = values(c.x, 0.1, true), aw = values(c.w, 1.3, true);
     auto jit = compile(g, Backend::Jit);
     auto ref = compile(g, Backend::Interp);
     CHECK(jit->describe().find("gemm") != std::string::npos);
     CHECK(jit->describe().find("conv2d") == std::string::npos);
-    std::vector<interp::Buffer> got = jit->run(std::vector<const interp::Buffer*>{&x, &w});
-    std::vector<interp::Buffer> want = ref->run(std::vector<const interp::Buffer*>{&x, &w});
+    std::vector<Buffer> got = jit->run(std::vector<const Buffer*>{&x, &w});
+    std::vector<Buffer> want = ref->run(std::vector<const Buffer*>{&x, &w});
     // sum |x| |w| per output: the f32 sum of `depth` products is within depth * 2^-24 of it.
-    std::vector<interp::Buffer> scale = ref->run(std::vector<const interp::Buffer*>{&ax, &aw});
+    std::vector<Buffer> scale = ref->run(std::vector<const Buffer*>{&ax, &aw});
     REQUIRE(got.size() == 1);
     REQUIRE(got[0].shape() == want[0].shape());
     const double depth = double(c.w[1] * c.w[2] * c.w[3]);

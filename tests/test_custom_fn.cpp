@@ -1,5 +1,5 @@
 // tests/test_custom_fn.cpp -- custom_fn and custom_fn_multi: values, override AD bodies (used by
-// grad and jvp, the conventions of the seed), inlining, the text and JSON forms of the bodies,
+// grad and jvp, the conventions of RLX), inlining, the text and JSON forms of the bodies,
 // CSE, symbolic bodies, the JIT against the interpreter, and builder errors.
 #include "support/check_error.hpp"
 
@@ -17,8 +17,8 @@ namespace {
 
 const Shape kS({2, 3}, DType::F32);
 
-interp::Buffer values(const Shape& s, double phase) {
-  interp::Buffer b(s);
+Buffer values(const Shape& s, double phase) {
+  Buffer b(s);
   for (int64_t i = 0; i < b.numel(); ++i) b.set_f64(i, 1.7 * std::sin(0.9 * double(i) + phase));
   return b;
 }
@@ -58,7 +58,7 @@ TEST_CASE("custom_fn computes its fwd_body on its operands, inlined or not") {
   NodeId c = g.custom_fn({x, y}, tanh_body(kS));
   CHECK(g.shape(c) == kS);
   g.set_outputs({g.mul(c, y)});
-  interp::Buffer xv = values(kS, 0), yv = values(kS, 1);
+  Buffer xv = values(kS, 0), yv = values(kS, 1);
   auto out = interp::run(g, {{"x", xv}, {"y", yv}});
   for (int64_t i = 0; i < xv.numel(); ++i) {
     double a = xv.get_f64(i), b = yv.get_f64(i);
@@ -79,9 +79,9 @@ TEST_CASE("grad uses the custom vjp_body even where it differs from the true gra
   NodeId c = g.custom_fn({x}, clip_body(kS), straight_through(kS));
   g.set_outputs({g.sum(g.mul(c, w), {0, 1}, false)});
   Graph gg = autodiff::grad(g, {x});
-  interp::Buffer xv = values(kS, 0.3), wv = values(kS, 2);
+  Buffer xv = values(kS, 0.3), wv = values(kS, 2);
   auto out = interp::run(
-      gg, {{"x", xv}, {"w", wv}, {"d_output", interp::Buffer::f32({}, std::vector<float>{1.f})}});
+      gg, {{"x", xv}, {"w", wv}, {"d_output", Buffer::f32({}, std::vector<float>{1.f})}});
   REQUIRE(out.size() == 1);
   int clipped = 0;
   for (int64_t i = 0; i < xv.numel(); ++i) {
@@ -94,9 +94,9 @@ TEST_CASE("grad uses the custom vjp_body even where it differs from the true gra
   NodeId px = plain.input("x", kS), pw = plain.input("w", kS);
   plain.set_outputs(
       {plain.sum(plain.mul(plain.custom_fn({px}, clip_body(kS)), pw), {0, 1}, false)});
-  auto true_grad = interp::run(
-      autodiff::grad(plain, {px}),
-      {{"x", xv}, {"w", wv}, {"d_output", interp::Buffer::f32({}, std::vector<float>{1.f})}});
+  auto true_grad =
+      interp::run(autodiff::grad(plain, {px}),
+                  {{"x", xv}, {"w", wv}, {"d_output", Buffer::f32({}, std::vector<float>{1.f})}});
   for (int64_t i = 0; i < xv.numel(); ++i)
     CHECK(true_grad[0].get_f64(i) == (std::fabs(xv.get_f64(i)) > 1 ? 0.0 : wv.get_f64(i)));
 }
@@ -118,9 +118,9 @@ TEST_CASE("a vjp_body receives the primal inputs in id order, primal_output and 
   NodeId x0 = g.input("x0", s), x1 = g.input("x1", s);
   g.set_outputs({g.custom_fn({x0, x1}, f, v)});
   Graph vj = autodiff::vjp(g, std::vector<NodeId>{x0, x1});
-  interp::Buffer u = interp::Buffer::from_f64(s, std::vector<double>{1, -2, 0.5, 3});
-  interp::Buffer w = interp::Buffer::from_f64(s, std::vector<double>{2, 0.25, -1, 4});
-  interp::Buffer dy = interp::Buffer::from_f64(s, std::vector<double>{1, 2, 3, -1});
+  Buffer u = Buffer::from_f64(s, std::vector<double>{1, -2, 0.5, 3});
+  Buffer w = Buffer::from_f64(s, std::vector<double>{2, 0.25, -1, 4});
+  Buffer dy = Buffer::from_f64(s, std::vector<double>{1, 2, 3, -1});
   auto out = interp::run(vj, {{"x0", u}, {"x1", w}, {"d_output", dy}});
   REQUIRE(out.size() == 3);
   for (int64_t i = 0; i < 4; ++i) {
@@ -138,18 +138,17 @@ TEST_CASE("without vjp_body the gradient equals the inlined graph's and central 
   g.set_outputs({g.sum(g.custom_fn({x, y}, tanh_body(s)), {0, 1}, false)});
   Graph inl = g;
   passes::inline_custom_fn(inl);
-  interp::Buffer xv = values(s, 0), yv = values(s, 0.5);
-  interp::Feed feed{
-      {"x", xv},
-      {"y", yv},
-      {"d_output", interp::Buffer::from_f64(Shape({}, DType::F64), std::vector<double>{1})}};
+  Buffer xv = values(s, 0), yv = values(s, 0.5);
+  interp::Feed feed{{"x", xv},
+                    {"y", yv},
+                    {"d_output", Buffer::from_f64(Shape({}, DType::F64), std::vector<double>{1})}};
   auto got = interp::run(autodiff::grad(g, {x, y}), feed);
   auto want = interp::run(autodiff::grad(inl, {*inl.input_id("x"), *inl.input_id("y")}), feed);
   REQUIRE(got.size() == 2);
   CHECK(got == want);
   for (int64_t i = 0; i < xv.numel(); ++i) {
     const double h = 1e-6;
-    interp::Buffer xp = xv, xm = xv;
+    Buffer xp = xv, xm = xv;
     xp.set_f64(i, xv.get_f64(i) + h);
     xm.set_f64(i, xv.get_f64(i) - h);
     double fp = interp::run(g, {{"x", xp}, {"y", yv}})[0].get_f64(0);
@@ -167,8 +166,8 @@ TEST_CASE("jvp uses the custom jvp_body, and differentiates fwd_body without one
   j.input("a", s);
   NodeId t = j.input("tangent_0", s);
   j.set_outputs({j.mul(t, j.constant(3.0, DType::F64))});
-  interp::Buffer xv = interp::Buffer::from_f64(s, std::vector<double>{1, -2, 0.5, 3, 0});
-  interp::Buffer tv = interp::Buffer::from_f64(s, std::vector<double>{1, 1, 2, -1, 4});
+  Buffer xv = Buffer::from_f64(s, std::vector<double>{1, -2, 0.5, 3, 0});
+  Buffer tv = Buffer::from_f64(s, std::vector<double>{1, 1, 2, -1, 4});
   for (bool custom : {true, false}) {
     INFO("custom jvp_body: " << custom);
     Graph g("g");
@@ -252,7 +251,7 @@ TEST_CASE("a body with symbols takes the operands' sizes, static or symbolic, an
   g.set_outputs({cx, cs});
   Graph b = g.bind(DimBinding{{sym::kSeq, 3}});
   CHECK(b.shape(b.outputs[1]) == Shape({3}, DType::F32));
-  interp::Buffer xv = values(Shape({4}, DType::F32), 0), sv = values(Shape({3}, DType::F32), 1);
+  Buffer xv = values(Shape({4}, DType::F32), 0), sv = values(Shape({3}, DType::F32), 1);
   auto out = interp::run(b, {{"x", xv}, {"s", sv}});
   for (int64_t i = 0; i < 3; ++i)
     CHECK(out[1].get_f64(i) == double(float(std::exp(double(float(sv.get_f64(i)))))));
@@ -273,8 +272,8 @@ TEST_CASE("the JIT computes what the interpreter computes on graphs with custom_
   outer.set_outputs({outer.relu(outer.custom_fn({p, p}, tanh_body(Shape({64, 33}, DType::F32))))});
   NodeId c = g.custom_fn({x, y}, tanh_body(Shape({64, 33}, DType::F32)));
   g.set_outputs({g.custom_fn({c}, outer), g.sum(c, {1}, false)});
-  std::vector<interp::Buffer> leaves{values(g.shape(x), 0), values(g.shape(y), 2)};
-  std::vector<const interp::Buffer*> ptrs{&leaves[0], &leaves[1]};
+  std::vector<Buffer> leaves{values(g.shape(x), 0), values(g.shape(y), 2)};
+  std::vector<const Buffer*> ptrs{&leaves[0], &leaves[1]};
   auto jit = rlx::compile(g, Backend::Jit)->run(ptrs);
   auto ref = rlx::compile(g, Backend::Interp)->run(ptrs);
   auto direct = interp::run_leaves(g, ptrs); // un-inlined, through the kernel

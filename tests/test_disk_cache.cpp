@@ -29,7 +29,7 @@
 
 namespace fs = std::filesystem;
 namespace ir = rlx::ir;
-using rlx::interp::Buffer;
+using rlx::Buffer;
 
 namespace {
 

@@ -6,7 +6,7 @@
 using namespace rlx;
 using namespace rlx::ir;
 
-TEST_CASE("dtype: sizes and names match the seed's table") {
+TEST_CASE("dtype: sizes and names match RLX's table") {
   CHECK(size_bytes(DType::F32) == 4);
   CHECK(size_bytes(DType::F16) == 2);
   CHECK(size_bytes(DType::BF16) == 2);

@@ -18,7 +18,7 @@
 #include <vector>
 
 using namespace rlx;
-using interp::Buffer;
+using rlx::Buffer;
 namespace fs = std::filesystem;
 
 namespace {

@@ -17,9 +17,9 @@
 
 namespace {
 
+using rlx::Buffer;
 using rlx::detail::format_buffer;
 using rlx::detail::PrintOptions;
-using rlx::interp::Buffer;
 using rlx::ir::DType;
 using rlx::ir::Shape;
 

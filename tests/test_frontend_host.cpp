@@ -182,17 +182,17 @@ TEST_CASE("host: a pending interrupt stops the next run on either backend with a
 }
 )",
                                          "twice.rlx");
-  rlx::interp::Buffer in(rlx::ir::Shape({4}, rlx::ir::DType::F32));
+  rlx::Buffer in(rlx::ir::Shape({4}, rlx::ir::DType::F32));
   for (rlx::Backend b : {rlx::Backend::Interp, rlx::Backend::Jit}) {
     CAPTURE(b);
     auto exe = rlx::compile(g, b);
-    const rlx::interp::Buffer* leaves[] = {&in};
+    const rlx::Buffer* leaves[] = {&in};
     rlx::request_interrupt();
     CHECK(rlx::interrupt_requested());
     rlx::test::check_error([&] { (void)rlx::run_executable(exe, leaves); },
                            rlx::ErrorKind::Interrupted, "interrupted in ");
     CHECK_FALSE(rlx::interrupt_requested()); // the safe point that threw took the request
-    std::vector<rlx::interp::Buffer> out = rlx::run_executable(exe, leaves);
+    std::vector<rlx::Buffer> out = rlx::run_executable(exe, leaves);
     REQUIRE(out.size() == 1);
     CHECK(out[0].get_f64(0) == 1.0); // exp(0) + 0
   }

@@ -23,7 +23,7 @@
 #include <vector>
 
 using namespace rlx::ir;
-using rlx::interp::Buffer;
+using rlx::Buffer;
 using rlx::jit::GemmIsa;
 
 namespace {

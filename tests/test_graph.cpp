@@ -1,4 +1,4 @@
-// tests/test_graph.cpp -- the seed's Graph API: construction, queries, builders and their errors.
+// tests/test_graph.cpp -- RLX's Graph API: construction, queries, builders and their errors.
 #include "support/check_error.hpp"
 
 #include <rlx/rlx.hpp>
@@ -21,7 +21,7 @@ Graph seed_graph() {
 }
 } // namespace
 
-TEST_CASE("graph: the seed's example builds five nodes and prints them") {
+TEST_CASE("graph: RLX's example builds five nodes and prints them") {
   Graph g = seed_graph();
   CHECK(g.len() == 5);
   CHECK_FALSE(g.is_empty());

@@ -14,7 +14,7 @@
 
 using namespace rlx;
 using namespace rlx::ir;
-using interp::Buffer;
+using rlx::Buffer;
 using rlx::test::Formula;
 using rlx::test::formula;
 

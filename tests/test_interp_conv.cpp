@@ -14,7 +14,7 @@
 
 using namespace rlx;
 using namespace rlx::ir;
-using rlx::interp::Buffer;
+using rlx::Buffer;
 
 namespace {
 

@@ -23,8 +23,8 @@
 
 namespace fs = std::filesystem;
 namespace ir = rlx::ir;
+using rlx::Buffer;
 using rlx::ErrorKind;
-using rlx::interp::Buffer;
 using rlx::test::check_error;
 
 namespace {

@@ -14,9 +14,9 @@
 
 using namespace rlx;
 using namespace rlx::test;
-using interp::Buffer;
 using ir::NodeId;
 using ir::Shape;
+using rlx::Buffer;
 
 namespace {
 

@@ -16,7 +16,7 @@ using namespace rlx;
 using namespace rlx::ir;
 using namespace std::string_literals;
 using namespace std::string_view_literals;
-using interp::Buffer;
+using rlx::Buffer;
 using rlx::test::check_error;
 
 namespace {

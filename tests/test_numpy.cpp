@@ -56,8 +56,8 @@ std::string diff(const Tensor& got, const Tensor& want, Tol tol = {}) {
        << rlx::ir::short_str(want.shape());
     return os.str();
   }
-  const rlx::interp::Buffer& g = got.buffer();
-  const rlx::interp::Buffer& w = want.buffer();
+  const rlx::Buffer& g = got.buffer();
+  const rlx::Buffer& w = want.buffer();
   const bool exact = !rlx::ir::is_float(w.dtype());
   int64_t bad = -1, count = 0;
   for (int64_t i = 0; i < w.numel(); ++i) {

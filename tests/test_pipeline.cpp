@@ -68,7 +68,7 @@ ir::Graph sample() {
 
 passes::PassOptions scale_values() {
   passes::PassOptions o;
-  o.params["scale"] = interp::Buffer::f32({3}, std::vector<float>{1, 2, 3});
+  o.params["scale"] = Buffer::f32({3}, std::vector<float>{1, 2, 3});
   return o;
 }
 
@@ -107,7 +107,7 @@ TEST_CASE("pipeline: bakes, folds, simplifies, merges, fuses and removes dead co
   CHECK(runs.back().nodes == g.len());
   // the same values as the graph before, with scale fed (bit for bit here: the residual's sum
   // 0 + x is exact in f32 too)
-  interp::Feed in{{"x", interp::Buffer::f32({2, 3}, std::vector<float>{1, -2, 0.5f, 3, 0, -1})}};
+  interp::Feed in{{"x", Buffer::f32({2, 3}, std::vector<float>{1, -2, 0.5f, 3, 0, -1})}};
   auto before = interp::run(sample(), in, scale_values().params);
   auto after = interp::run(g, in);
   CHECK(before == after);
@@ -147,7 +147,7 @@ TEST_CASE("pipeline: a SwiGLU FFN with baked weights becomes one product by the 
   interp::Feed weights;
   for (const char* name : {"up", "gate", "down"}) {
     ir::Shape s = g.shape(*g.param_id(name));
-    interp::Buffer w(s);
+    Buffer w(s);
     for (int64_t i = 0; i < w.numel(); ++i) w.set_f64(i, std::sin(0.7 * double(i) + name[0]));
     weights[name] = w;
   }
@@ -169,9 +169,8 @@ TEST_CASE("pipeline: a SwiGLU FFN with baked weights becomes one product by the 
   const ir::Node& wide = fused.node(fused.node(fused.node(fused.outputs[0]).inputs[0]).inputs[0]);
   CHECK(wide.op.kind() == ir::OpKind::MatMul);
   CHECK(fused.shape(wide.inputs[1]) == ir::Shape({4, 12}, ir::DType::F32));
-  interp::Feed in{
-      {"x", interp::Buffer::f32(
-                {3, 4}, std::vector<float>{1, -2, 0.5f, 3, 0, -1, 2, 0.25f, -0.5f, 1, 1.5f, -3})}};
+  interp::Feed in{{"x", Buffer::f32({3, 4}, std::vector<float>{1, -2, 0.5f, 3, 0, -1, 2, 0.25f,
+                                                               -0.5f, 1, 1.5f, -3})}};
   auto want = interp::run(g, in, weights), got = interp::run(fused, in);
   REQUIRE(got.size() == 1);
   for (int64_t i = 0; i < want[0].numel(); ++i)

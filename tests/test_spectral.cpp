@@ -18,10 +18,10 @@
 #include <vector>
 
 using namespace rlx;
-using interp::Buffer;
 using ir::DType;
 using ir::FftNorm;
 using ir::NodeId;
+using rlx::Buffer;
 namespace fs = std::filesystem;
 
 namespace {

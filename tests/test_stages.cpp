@@ -11,7 +11,7 @@
 
 using namespace rlx;
 using namespace rlx::ir;
-using interp::Buffer;
+using rlx::Buffer;
 using rlx::test::Rng;
 
 namespace {

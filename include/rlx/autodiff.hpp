@@ -1,10 +1,10 @@
-// include/rlx/autodiff.hpp -- automatic differentiation as graph transforms (the seed's
+// include/rlx/autodiff.hpp -- automatic differentiation as graph transforms (RLX's
 // rlx-autodiff contracts), and the tables of rules behind them.
 //
 //   ir::Graph g = ...;                         // one output: the loss
 //   ir::Graph gg = autodiff::grad_with_loss(g, {w, b});
-//   // gg: a copy of g plus gradient nodes, an Input "d_output" (the seed, usually ones) and
-//   // outputs [loss, d loss/d w, d loss/d b]
+//   // gg: a copy of g plus gradient nodes, an Input "d_output" (the cotangent the backward
+//   // pass starts from, usually ones) and outputs [loss, d loss/d w, d loss/d b]
 //
 // Reverse mode walks the graph backwards once; each op kind's VJP rule (src/autodiff/vjp_rules.cpp,
 // one entry per differentiable primitive) appends the cotangents of its operands with the graph

@@ -1,6 +1,6 @@
-// include/rlx/backward_ops.hpp -- the seed's explicit backward ops, as builders that append their
+// include/rlx/backward_ops.hpp -- RLX's explicit backward ops, as builders that append their
 // closed form (or, where marked, the differentiated decomposition of the forward op) to a graph.
-// Names and argument order follow the seed's Graph methods, with the graph first. Each is tested
+// Names and argument order follow RLX's Graph methods, with the graph first. Each is tested
 // against central differences of its forward op (tests/test_backward_ops.cpp).
 #pragma once
 

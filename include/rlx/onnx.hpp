@@ -45,12 +45,12 @@ Model load(const std::string& path, const LoadOptions& options = {});
 /// A serialized TensorProto (raw_data or the typed fields) as a Buffer; its name in `name` when
 /// given. ErrorKind::Parse for malformed bytes or a data length that does not match the dims,
 /// ErrorKind::Unsupported for dtypes rlx lacks (strings, complex128, uint16/64, external data).
-interp::Buffer read_tensor(std::string_view bytes, std::string_view source = "<tensor>",
-                           std::string* name = nullptr);
+Buffer read_tensor(std::string_view bytes, std::string_view source = "<tensor>",
+                   std::string* name = nullptr);
 /// Read a .pb file holding one TensorProto.
-interp::Buffer load_tensor(const std::string& path, std::string* name = nullptr);
+Buffer load_tensor(const std::string& path, std::string* name = nullptr);
 /// The TensorProto bytes of a buffer (raw_data, little-endian), named `name`.
-std::string write_tensor(const interp::Buffer& buffer, std::string_view name = "");
+std::string write_tensor(const Buffer& buffer, std::string_view name = "");
 
 /// What a model holds, read without importing it (for listing and classifying models).
 struct NodeSummary {

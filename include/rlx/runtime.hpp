@@ -1,8 +1,8 @@
 // include/rlx/runtime.hpp -- backends, the compiled-executable cache and its counters.
 #pragma once
 
+#include "rlx/buffer.hpp"
 #include "rlx/enum.hpp"
-#include "rlx/interp.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/lir.hpp"
 
@@ -46,7 +46,7 @@ class Executable {
 public:
   virtual ~Executable() = default;
   /// Run on the leaves in graph order: every Input and Param node, as they appear in the graph.
-  virtual std::vector<interp::Buffer> run(std::span<const interp::Buffer* const> leaves) const = 0;
+  virtual std::vector<Buffer> run(std::span<const Buffer* const> leaves) const = 0;
   /// The graph that was compiled (static shapes).
   virtual const ir::Graph& graph() const = 0;
   virtual Backend backend() const = 0;
@@ -70,8 +70,8 @@ ir::LirModule plan_for(const ir::Graph& graph, Backend backend);
 
 /// Run `exe` on its leaves, as Tensor materialization and rlx::jit calls do: counted in
 /// cache_stats() (runs, run_ms) and remembered as last_run().
-std::vector<interp::Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
-                                           std::span<const interp::Buffer* const> leaves);
+std::vector<Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
+                                   std::span<const Buffer* const> leaves);
 /// The executable most recently run by run_executable in this process (the last materialized
 /// graph: its graph() and describe()); null before the first and after clear_cache(). It keeps
 /// that executable's compiled code loaded.

@@ -7,8 +7,8 @@
 // user's line, also when they are found later, at materialization.
 #pragma once
 
+#include "rlx/buffer.hpp"
 #include "rlx/error.hpp"
-#include "rlx/interp.hpp"
 #include "rlx/ir/graph.hpp"
 
 #include <array>
@@ -64,7 +64,7 @@ template <class T> constexpr DType dtype_of() {
 }
 
 /// Fill `out` with the buffer's values converted to T (numpy astype: floats to ints truncate).
-template <class T> void convert_buffer(const interp::Buffer& b, T* out) {
+template <class T> void convert_buffer(const Buffer& b, T* out) {
   const int64_t n = b.numel();
   if (b.dtype() == dtype_of<T>()) {
     if (n > 0) std::memcpy(static_cast<void*>(out), b.bytes().data(), std::size_t(n) * sizeof(T));
@@ -142,7 +142,7 @@ public:
   /// An undefined handle; every operation on it throws rlx::Error.
   Tensor();
   /// A materialized tensor holding `buffer`.
-  explicit Tensor(interp::Buffer buffer);
+  explicit Tensor(Buffer buffer);
 
   /// Values in row-major order with the given sizes (numel must match).
   template <Element T>
@@ -181,16 +181,16 @@ public:
 
   // ---- Reading data (materializes)
   /// The computed buffer.
-  const interp::Buffer& buffer(Loc loc = Loc::current()) const;
+  const Buffer& buffer(Loc loc = Loc::current()) const;
   /// Pointer to the elements; T must be the tensor's dtype exactly.
   template <Element T> const T* data(Loc loc = Loc::current()) const {
-    const interp::Buffer& b = buffer(loc);
+    const Buffer& b = buffer(loc);
     check_dtype(detail::dtype_of<T>(), "data", loc);
     return reinterpret_cast<const T*>(b.bytes().data());
   }
   /// The values converted to T (as numpy's astype).
   template <Element T> std::vector<T> to_vector(Loc loc = Loc::current()) const {
-    const interp::Buffer& b = buffer(loc);
+    const Buffer& b = buffer(loc);
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<uint8_t> tmp(std::size_t(b.numel()));
       detail::convert_buffer(b, tmp.data());

@@ -1,4 +1,4 @@
-// src/autodiff/backward_ops.cpp -- the seed's explicit backward ops as closed forms written with
+// src/autodiff/backward_ops.cpp -- RLX's explicit backward ops as closed forms written with
 // the graph builders (group norm and attention: their decomposition, differentiated).
 #include "rlx/backward_ops.hpp"
 

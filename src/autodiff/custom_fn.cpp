@@ -1,5 +1,5 @@
 // src/autodiff/custom_fn.cpp -- the VJP and JVP rules of custom_fn: the user's vjp_body or
-// jvp_body inlined with the seed's conventions, else fwd_body inlined and differentiated.
+// jvp_body inlined with RLX's conventions, else fwd_body inlined and differentiated.
 #include "rules.hpp"
 
 #include "ops/control.hpp"

@@ -116,7 +116,7 @@ Grad jvp_custom_fn(Builder& b, const Node& n, std::span<const Grad> t);
 std::function<NodeId(const ir::Op&, std::vector<NodeId>, Shape)>
 appender(ir::Graph& g, const Node& n, RuleKind (*rule_kind)(OpKind));
 
-// ---- Closed forms shared by the VJP table and the seed's explicit backward ops
+// ---- Closed forms shared by the VJP table and RLX's explicit backward ops
 // (backward_ops.cpp).
 
 /// One-hot rows of integer or float-encoded indices (negative ones count from the end) against

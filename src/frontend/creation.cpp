@@ -37,7 +37,7 @@ void check_length(double n, std::string_view what, const Loc& loc) {
   }
 }
 
-Tensor computed(interp::Buffer b, const Loc& loc) {
+Tensor computed(Buffer b, const Loc& loc) {
   return Tensor(detail::make_computed(std::move(b), loc));
 }
 
@@ -87,7 +87,7 @@ Tensor arange(double start, double stop, double step, DType dtype, Loc loc) {
   int64_t n = count > 0 ? int64_t(count) : 0;
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[std::size_t(i)] = start + double(i) * step;
-  return computed(interp::Buffer::from_f64(Shape::of(std::vector<int64_t>{n}, dtype), v), loc);
+  return computed(Buffer::from_f64(Shape::of(std::vector<int64_t>{n}, dtype), v), loc);
 }
 
 Tensor linspace(double start, double stop, int64_t num, DType dtype, Loc loc) {
@@ -98,13 +98,13 @@ Tensor linspace(double start, double stop, int64_t num, DType dtype, Loc loc) {
   double step = num > 1 ? (stop - start) / double(num - 1) : 0.0;
   for (int64_t i = 0; i < num; ++i) v[std::size_t(i)] = start + double(i) * step;
   if (num > 1) v.back() = stop; // numpy makes the end point exact
-  return computed(interp::Buffer::from_f64(Shape::of(std::vector<int64_t>{num}, dtype), v), loc);
+  return computed(Buffer::from_f64(Shape::of(std::vector<int64_t>{num}, dtype), v), loc);
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype, Loc loc) {
   int64_t cols = m.value_or(n);
   check_sizes({n, cols}, dtype, "eye", loc);
-  interp::Buffer b(Shape::of(std::vector<int64_t>{n, cols}, dtype));
+  Buffer b(Shape::of(std::vector<int64_t>{n, cols}, dtype));
   for (int64_t i = 0; i < n; ++i)
     if (i + k >= 0 && i + k < cols) b.set_f64(i * cols + i + k, 1.0);
   return computed(std::move(b), loc);
@@ -112,18 +112,17 @@ Tensor eye(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype, Loc loc)
 
 namespace {
 /// A zero float buffer for rand/randn, after checking the request.
-interp::Buffer random_buffer(const Dims& sizes, DType dtype, std::string_view what,
-                             const Loc& loc) {
+Buffer random_buffer(const Dims& sizes, DType dtype, std::string_view what, const Loc& loc) {
   check_sizes(sizes, dtype, what, loc);
   if (!ir::is_float(dtype))
     fail(ErrorKind::Type, what, ": needs a float dtype, got ", ir::dtype_name(dtype),
          detail::at_loc(loc));
-  return interp::Buffer(Shape::of(sizes, dtype));
+  return Buffer(Shape::of(sizes, dtype));
 }
 } // namespace
 
 Tensor rand(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
-  interp::Buffer b = random_buffer(sizes, dtype, "rand", loc);
+  Buffer b = random_buffer(sizes, dtype, "rand", loc);
   for (int64_t i = 0; i < b.numel(); ++i) {
     // Rounding to a narrower float may reach 1.0: keep the interval half-open.
     b.set_f64(i, uniform(seed, uint64_t(i)));
@@ -133,7 +132,7 @@ Tensor rand(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
 }
 
 Tensor randn(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
-  interp::Buffer b = random_buffer(sizes, dtype, "randn", loc);
+  Buffer b = random_buffer(sizes, dtype, "randn", loc);
   // Box-Muller on pairs: element 2j uses the cosine branch of pair j, element 2j+1 the sine.
   for (int64_t i = 0; i < b.numel(); ++i) {
     uint64_t pair = uint64_t(i) / 2;

@@ -25,17 +25,17 @@ void materialize(std::span<const std::shared_ptr<TensorImpl>> roots, const Loc& 
   }
   if (ex.outputs.empty()) return;
   std::shared_ptr<const Executable> exe = compile(ex.graph, default_backend());
-  std::vector<const interp::Buffer*> leaves;
+  std::vector<const Buffer*> leaves;
   leaves.reserve(ex.leaves.size());
   for (const auto& b : ex.leaves) leaves.push_back(b.get());
-  std::vector<interp::Buffer> results = run_executable(exe, leaves);
+  std::vector<Buffer> results = run_executable(exe, leaves);
   RLX_CHECK(results.size() == ex.outputs.size(), "executable returned ", results.size(),
             " outputs for ", ex.outputs.size());
   std::lock_guard lock(eval_mutex());
   for (std::size_t i = 0; i < results.size(); ++i) {
     TensorImpl& impl = *ex.outputs[i];
     if (impl.buffer) continue; // another thread got there first
-    impl.buffer = std::make_shared<const interp::Buffer>(std::move(results[i]));
+    impl.buffer = std::make_shared<const Buffer>(std::move(results[i]));
     impl.op.reset();
     impl.inputs.clear();
     impl.pending = 0;

@@ -99,7 +99,7 @@ struct AxisView {
 
 class Printer {
 public:
-  Printer(const interp::Buffer& b, const PrintOptions& opts) : b_(b), opts_(opts) {
+  Printer(const Buffer& b, const PrintOptions& opts) : b_(b), opts_(opts) {
     const std::vector<int64_t> sizes = b.shape().sizes();
     const bool summarize = b.numel() > opts.threshold;
     const int64_t edge = std::clamp<int64_t>(opts.edgeitems, 0, ir::kMaxDimSize);
@@ -220,7 +220,7 @@ private:
     return out + "]";
   }
 
-  const interp::Buffer& b_;
+  const Buffer& b_;
   const PrintOptions& opts_;
   std::vector<int64_t> strides_;
   std::vector<AxisView> axes_;
@@ -242,7 +242,7 @@ std::string add_suffix(std::string text, const std::string& suffix, const PrintO
 
 } // namespace
 
-std::string format_buffer(const interp::Buffer& b, const PrintOptions& opts) {
+std::string format_buffer(const Buffer& b, const PrintOptions& opts) {
   std::string text(kPrefix);
   text += b.numel() == 0 ? std::string("[]") : Printer(b, opts).body();
   return add_suffix(std::move(text), ir::short_str(b.shape()), opts);

@@ -29,6 +29,6 @@ struct PrintOptions {
 /// Floats print fixed with `precision` decimals, or in scientific notation for the whole tensor
 /// when their magnitudes call for it; integer-valued floats print as "1.". Integers print plainly,
 /// bools as True/False, c64 as 1.0000+2.0000j. Every element is right-aligned to a common width.
-std::string format_buffer(const interp::Buffer& b, const PrintOptions& opts = {});
+std::string format_buffer(const Buffer& b, const PrintOptions& opts = {});
 
 } // namespace rlx::detail

@@ -77,7 +77,7 @@ std::vector<Shape> shapes_of(std::span<const Tensor> args) {
 }
 
 Tensor ones_like_shape(const Shape& s) {
-  interp::Buffer b(s);
+  Buffer b(s);
   for (int64_t i = 0; i < b.numel(); ++i) b.set_f64(i, 1.0);
   return Tensor(std::move(b));
 }

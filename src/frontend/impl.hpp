@@ -21,7 +21,7 @@ namespace rlx::detail {
 /// shape, loc and trace never change; buffer/op/inputs change only under eval_mutex().
 struct TensorImpl {
   ir::Shape shape;
-  std::shared_ptr<const interp::Buffer> buffer;
+  std::shared_ptr<const Buffer> buffer;
   std::optional<ir::Op> op;
   std::vector<std::shared_ptr<TensorImpl>> inputs;
   Loc loc;
@@ -64,7 +64,7 @@ void release_abandoned_locks() noexcept;
 /// Guards the mutable fields of every TensorImpl (materialization publishes under it).
 FrameMutex& eval_mutex();
 
-std::shared_ptr<TensorImpl> make_computed(interp::Buffer buffer, Loc loc = Loc::current());
+std::shared_ptr<TensorImpl> make_computed(Buffer buffer, Loc loc = Loc::current());
 
 // ---- Recording (src/frontend/record.cpp)
 
@@ -118,7 +118,7 @@ struct GraphPolicy {
 struct ExtractedGraph {
   ir::Graph graph;
   /// The computed values' buffers, in the order of their Input / Param nodes.
-  std::vector<std::shared_ptr<const interp::Buffer>> leaves;
+  std::vector<std::shared_ptr<const Buffer>> leaves;
   /// With share_pending: the values of graph.outputs.
   std::vector<std::shared_ptr<TensorImpl>> outputs;
 };

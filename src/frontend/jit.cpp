@@ -27,9 +27,9 @@ double ms_since(Clock::time_point t0) {
 
 /// One traced signature.
 struct Entry {
-  ir::Graph graph;                                             // symbolic
-  std::vector<std::shared_ptr<const interp::Buffer>> captured; // Param leaves, in graph order
-  std::vector<uint32_t> symbols;                               // the dynamic symbols, in order
+  ir::Graph graph;                                     // symbolic
+  std::vector<std::shared_ptr<const Buffer>> captured; // Param leaves, in graph order
+  std::vector<uint32_t> symbols;                       // the dynamic symbols, in order
   std::map<std::vector<int64_t>, std::shared_ptr<const Executable>> executables;
 };
 
@@ -98,7 +98,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
 
   // The arguments' buffers (computing pending arguments first), read under one lock: a cached
   // call's whole overhead is a few hundred nanoseconds, so every lock and allocation shows.
-  SmallVec<const interp::Buffer*, 8> leaves;
+  SmallVec<const Buffer*, 8> leaves;
   auto read_buffers = [&] {
     std::lock_guard lock(eval_mutex());
     for (const Tensor& a : args) {
@@ -215,10 +215,10 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
   }
 
   for (const auto& c : entry->captured) leaves.push_back(c.get());
-  std::vector<interp::Buffer> results = run_executable(exe, leaves.span());
+  std::vector<Buffer> results = run_executable(exe, leaves.span());
   std::vector<Tensor> outs;
   outs.reserve(results.size());
-  for (interp::Buffer& b : results) outs.emplace_back(std::move(b));
+  for (Buffer& b : results) outs.emplace_back(std::move(b));
   return outs;
 }
 

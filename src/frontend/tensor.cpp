@@ -13,10 +13,10 @@ FrameMutex& eval_mutex() {
   return mu;
 }
 
-std::shared_ptr<TensorImpl> make_computed(interp::Buffer buffer, Loc loc) {
+std::shared_ptr<TensorImpl> make_computed(Buffer buffer, Loc loc) {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = buffer.shape();
-  impl->buffer = std::make_shared<const interp::Buffer>(std::move(buffer));
+  impl->buffer = std::make_shared<const Buffer>(std::move(buffer));
   impl->loc = loc;
   return impl;
 }
@@ -41,14 +41,14 @@ void fail_traced_read(const Tensor& t, std::string_view what, const Loc& loc) {
 using detail::TensorImpl;
 
 Tensor::Tensor() = default;
-Tensor::Tensor(interp::Buffer buffer) : impl_(detail::make_computed(std::move(buffer))) {}
+Tensor::Tensor(Buffer buffer) : impl_(detail::make_computed(std::move(buffer))) {}
 
 Tensor Tensor::from_bytes(DType dtype, Dims sizes, std::span<const std::byte> bytes, Loc loc) {
   for (int64_t s : sizes)
     if (s < 0)
       fail(ErrorKind::Shape, "tensor: negative size ", s, " in the sizes", detail::at_loc(loc));
   Shape shape = Shape::of(sizes, dtype);
-  interp::Buffer b(shape);
+  Buffer b(shape);
   if (b.bytes().size() != bytes.size())
     fail(ErrorKind::Shape, "tensor: ", bytes.size() / ir::size_bytes(dtype), " values for shape ",
          ir::short_str(shape), " (", b.numel(), " elements)", detail::at_loc(loc));
@@ -101,7 +101,7 @@ bool Tensor::is_materialized() const {
 
 bool Tensor::is_traced() const { return impl_ && impl_->trace != 0; }
 
-const interp::Buffer& Tensor::buffer(Loc loc) const {
+const Buffer& Tensor::buffer(Loc loc) const {
   detail::check_defined(*this, "read", loc);
   if (impl_->trace != 0) detail::fail_traced_read(*this, "reading data", loc);
   {

@@ -1,6 +1,7 @@
 // src/io/npy.cpp -- NumPy .npy reader and writer: magic, version, Python-dict header, raw data.
 #include "rlx/io/npy.hpp"
 
+#include "rlx/error.hpp"
 #include "rlx/io/file.hpp"
 
 #include <bit>
@@ -234,7 +235,7 @@ std::string_view descr_of(DType t) {
 
 } // namespace
 
-interp::Buffer read_npy(std::string_view bytes, std::string_view source) {
+Buffer read_npy(std::string_view bytes, std::string_view source) {
   auto error = [&](const auto&... args) { fail(ErrorKind::Parse, source, ": npy: ", args...); };
   if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic)
     error("bad magic (not a .npy file: it must start with \\x93NUMPY)");
@@ -296,9 +297,9 @@ interp::Buffer read_npy(std::string_view bytes, std::string_view source) {
   if (have > want)
     error("data is longer than the shape needs: ", want, " bytes expected, got ", have);
 
-  interp::Buffer out = [&] {
+  Buffer out = [&] {
     try {
-      return interp::Buffer(ir::Shape::of(shape->ints, dtype));
+      return Buffer(ir::Shape::of(shape->ints, dtype));
     } catch (const Error& e) { // an empty shape whose other dims are impossibly large
       error(e.what());
       throw;
@@ -310,9 +311,9 @@ interp::Buffer read_npy(std::string_view bytes, std::string_view source) {
   return out;
 }
 
-interp::Buffer load_npy(const std::string& path) { return read_npy(read_file(path, "npy"), path); }
+Buffer load_npy(const std::string& path) { return read_npy(read_file(path, "npy"), path); }
 
-std::string write_npy(const interp::Buffer& buffer) {
+std::string write_npy(const Buffer& buffer) {
   std::string_view descr = descr_of(buffer.dtype());
   std::ostringstream h;
   h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
@@ -342,7 +343,7 @@ std::string write_npy(const interp::Buffer& buffer) {
   return out;
 }
 
-void save_npy(const std::string& path, const interp::Buffer& buffer) {
+void save_npy(const std::string& path, const Buffer& buffer) {
   std::string bytes = write_npy(buffer);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)

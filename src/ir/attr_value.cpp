@@ -2,7 +2,7 @@
 // for every attribute struct through its Boost.Hana reflection.
 #include "attr_value.hpp"
 
-#include "attr_reflect.hpp"
+#include "ir/attr_reflect.hpp"
 #include "rlx/ir/text.hpp"
 
 #include <algorithm>

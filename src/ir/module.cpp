@@ -1,4 +1,4 @@
-// src/ir/module.cpp -- GraphModule: one model at HIR, MIR or LIR stage, and the seed's stage
+// src/ir/module.cpp -- GraphModule: one model at HIR, MIR or LIR stage, and RLX's stage
 // conversions on Graph.
 #include "rlx/ir/module.hpp"
 
@@ -81,7 +81,7 @@ std::string GraphModule::inspect() const {
 
 std::string inspect_module(const GraphModule& module) { return module.inspect(); }
 
-// ---- The seed's stage conversions on Graph
+// ---- RLX's stage conversions on Graph
 
 GraphModule Graph::define(std::string name, const std::function<HirNodeId(HirModule&)>& build) {
   HirModule hir(std::move(name));

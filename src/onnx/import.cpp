@@ -33,13 +33,13 @@ public:
   /// What operand names refer to: a graph value, a value known at load time, or both.
   struct Entry {
     std::optional<NodeId> node;
-    std::optional<interp::Buffer> value;
+    std::optional<Buffer> value;
     bool initializer = false; ///< the value is an initializer (a Param when read as a tensor)
   };
 
   NodeId node_of(const std::string& name, const Ctx& ctx, std::size_t i);
-  std::optional<interp::Buffer> value_of(const std::string& name);
-  std::optional<interp::Buffer> evaluate(NodeId id);
+  std::optional<Buffer> value_of(const std::string& name);
+  std::optional<Buffer> evaluate(NodeId id);
   /// Compute one node's value from its operands' (already in folded_), when all are known.
   void fold(NodeId id);
   void define(const std::string& name, NodeId id) { env_[name] = Entry{id, std::nullopt, false}; }
@@ -58,7 +58,7 @@ private:
   ir::Graph graph_;
   interp::Feed params_;
   std::map<std::string, Entry, std::less<>> env_;
-  std::map<uint32_t, std::optional<interp::Buffer>> folded_;
+  std::map<uint32_t, std::optional<Buffer>> folded_;
   int64_t opset_ = 0;
 };
 
@@ -79,14 +79,14 @@ std::vector<int64_t> Ctx::sizes(std::size_t i) {
   return s.sizes();
 }
 
-std::optional<interp::Buffer> Ctx::value(std::size_t i) {
+std::optional<Buffer> Ctx::value(std::size_t i) {
   if (!has(i)) return std::nullopt;
   return imp_.value_of(node.inputs[i]);
 }
 
-interp::Buffer Ctx::need(std::size_t i, std::string_view role) {
+Buffer Ctx::need(std::size_t i, std::string_view role) {
   if (!has(i)) fail(ErrorKind::Shape, "operand ", i, " (", role, ") is required but missing");
-  std::optional<interp::Buffer> v = value(i);
+  std::optional<Buffer> v = value(i);
   if (!v)
     unsupported(rlx::detail::cat(
         "operand ", i, " (", role, ", '", node.inputs[i],
@@ -100,7 +100,7 @@ std::vector<int64_t> Ctx::need_ints(std::size_t i, std::string_view role) {
 }
 
 double Ctx::need_scalar(std::size_t i, std::string_view role) {
-  interp::Buffer b = need(i, role);
+  Buffer b = need(i, role);
   if (b.numel() != 1)
     fail(ErrorKind::Shape, "operand ", i, " (", role, ") must hold one value, not ",
          ir::short_str(b.shape()));
@@ -135,7 +135,7 @@ std::vector<float> Ctx::attr_floats(std::string_view name) {
   const Attr* a = find_attr(name, Attr::Kind::Floats);
   return a ? a->floats : std::vector<float>{};
 }
-std::optional<interp::Buffer> Ctx::attr_tensor(std::string_view name) {
+std::optional<Buffer> Ctx::attr_tensor(std::string_view name) {
   const Attr* a = find_attr(name, Attr::Kind::Tensor);
   if (!a) return std::nullopt;
   return a->t;
@@ -146,11 +146,11 @@ void Ctx::out(std::size_t i, NodeId id) {
   imp_.define(node.outputs[i], id);
 }
 
-NodeId Ctx::constant(const interp::Buffer& value) {
+NodeId Ctx::constant(const Buffer& value) {
   DType dt = value.dtype();
   if (dt == DType::F16 || dt == DType::BF16) {
     std::vector<double> v = value.to_f64();
-    return g.cast(constant(interp::Buffer::from_f64(value.shape().with_dtype(DType::F32), v)), dt);
+    return g.cast(constant(Buffer::from_f64(value.shape().with_dtype(DType::F32), v)), dt);
   }
   ir::Bytes bytes;
   auto src = value.bytes();
@@ -173,7 +173,7 @@ int64_t Ctx::axis(int64_t a, int64_t r) const {
 
 void Ctx::unsupported(const std::string& what) const { throw Error(ErrorKind::Unsupported, what); }
 
-std::vector<int64_t> to_ints(const interp::Buffer& b) {
+std::vector<int64_t> to_ints(const Buffer& b) {
   if (ir::is_float(b.dtype()) || ir::is_complex(b.dtype()))
     fail(ErrorKind::Type, "expected an integer tensor, got ", ir::short_str(b.shape()));
   return b.to_i64();
@@ -199,7 +199,7 @@ NodeId Importer::node_of(const std::string& name, const Ctx& ctx, std::size_t i)
   return *e.node;
 }
 
-std::optional<interp::Buffer> Importer::value_of(const std::string& name) {
+std::optional<Buffer> Importer::value_of(const std::string& name) {
   auto it = env_.find(name);
   if (it == env_.end()) return std::nullopt;
   if (it->second.value) return it->second.value;
@@ -207,7 +207,7 @@ std::optional<interp::Buffer> Importer::value_of(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<interp::Buffer> Importer::evaluate(NodeId root) {
+std::optional<Buffer> Importer::evaluate(NodeId root) {
   // Operands first, without recursion (a chain of nodes may be as long as the file allows).
   std::vector<NodeId> stack{root};
   while (!stack.empty()) {
@@ -228,7 +228,7 @@ std::optional<interp::Buffer> Importer::evaluate(NodeId root) {
 
 void Importer::fold(NodeId id) {
   const ir::Node& n = graph_.node(id);
-  std::optional<interp::Buffer> result;
+  std::optional<Buffer> result;
   std::optional<int64_t> numel = n.shape.num_elements();
   if (n.op.kind() == ir::OpKind::Param) {
     result = params_.at(n.op.attrs<ir::LeafAttrs>().name);
@@ -238,9 +238,9 @@ void Importer::fold(NodeId id) {
       result = given->second;
   } else if (n.op.kind() != ir::OpKind::Input && numel && *numel <= kMaxFoldElements) {
     bool known = true;
-    std::vector<const interp::Buffer*> ptrs;
+    std::vector<const Buffer*> ptrs;
     for (NodeId in : n.inputs) {
-      const std::optional<interp::Buffer>& v = folded_.at(in.index);
+      const std::optional<Buffer>& v = folded_.at(in.index);
       known = known && v.has_value();
       ptrs.push_back(v ? &*v : nullptr);
     }
@@ -385,7 +385,7 @@ Model load(const std::string& path, const LoadOptions& options) {
   return parse_model(io::read_file(path), path, options);
 }
 
-interp::Buffer load_tensor(const std::string& path, std::string* name) {
+Buffer load_tensor(const std::string& path, std::string* name) {
   return read_tensor(io::read_file(path), path, name);
 }
 

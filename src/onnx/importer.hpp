@@ -46,10 +46,10 @@ public:
   std::vector<int64_t> sizes(std::size_t i);
   /// Operand i's value when it is known at load time (an initializer, a Constant node, a
   /// LoadOptions value, or computed from those).
-  std::optional<interp::Buffer> value(std::size_t i);
+  std::optional<Buffer> value(std::size_t i);
   /// Operand i's value, which rlx needs as an attribute; Unsupported saying so when it is only
   /// known at run time.
-  interp::Buffer need(std::size_t i, std::string_view role);
+  Buffer need(std::size_t i, std::string_view role);
   std::vector<int64_t> need_ints(std::size_t i, std::string_view role);
   double need_scalar(std::size_t i, std::string_view role);
 
@@ -60,7 +60,7 @@ public:
   std::string attr_s(std::string_view name, std::string def);
   std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> def = {});
   std::vector<float> attr_floats(std::string_view name);
-  std::optional<interp::Buffer> attr_tensor(std::string_view name);
+  std::optional<Buffer> attr_tensor(std::string_view name);
   /// Accept an attribute without reading it (one with no effect on inference).
   void ignore(std::string_view name) { used_.insert(std::string(name)); }
   const std::set<std::string, std::less<>>& used() const { return used_; }
@@ -72,7 +72,7 @@ public:
 
   // ---- Helpers for rules
   /// A constant node holding `value` (any shape; f16/bf16 through an f32 constant and a cast).
-  ir::NodeId constant(const interp::Buffer& value);
+  ir::NodeId constant(const Buffer& value);
   ir::NodeId scalar(double v, ir::DType dtype) { return g.constant(v, dtype); }
   /// Axis `a` of a rank-`r` tensor, made non-negative; Value error when out of range.
   int64_t axis(int64_t a, int64_t r) const;
@@ -121,6 +121,6 @@ inline ir::NodeId reduce(Ctx& c, ir::OpKind k, ir::NodeId x, std::vector<int64_t
 }
 
 /// Decode a buffer of the node's operand as int64 values.
-std::vector<int64_t> to_ints(const interp::Buffer& b);
+std::vector<int64_t> to_ints(const Buffer& b);
 
 } // namespace rlx::onnx::detail

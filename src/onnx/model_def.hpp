@@ -21,7 +21,7 @@ struct Attr {
   float f = 0;
   int64_t i = 0;
   std::string s;
-  std::optional<interp::Buffer> t;
+  std::optional<Buffer> t;
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
@@ -50,7 +50,7 @@ struct ValueDef {
 struct GraphDef {
   std::string name;
   std::vector<NodeDef> nodes;
-  std::vector<std::pair<std::string, interp::Buffer>> initializers;
+  std::vector<std::pair<std::string, Buffer>> initializers;
   std::vector<ValueDef> inputs, outputs;
 };
 

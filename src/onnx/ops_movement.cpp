@@ -21,7 +21,7 @@ int64_t product(std::span<const int64_t> v) {
   return std::accumulate(v.begin(), v.end(), int64_t(1), std::multiplies<>());
 }
 NodeId ints_constant(Ctx& c, std::vector<int64_t> dims, std::span<const int64_t> values) {
-  return c.constant(interp::Buffer::from_i64(ir::Shape::of(dims, DType::I64), values));
+  return c.constant(Buffer::from_i64(ir::Shape::of(dims, DType::I64), values));
 }
 
 void reshape(Ctx& c) {
@@ -317,22 +317,22 @@ void size(Ctx& c) {
 }
 
 void constant(Ctx& c) {
-  std::optional<interp::Buffer> v = c.attr_tensor("value");
+  std::optional<Buffer> v = c.attr_tensor("value");
   if (!v && c.has_attr("value_float")) {
     double f = c.attr_f("value_float", 0);
-    v = interp::Buffer::from_f64(ir::Shape::scalar(DType::F32), std::span(&f, 1));
+    v = Buffer::from_f64(ir::Shape::scalar(DType::F32), std::span(&f, 1));
   }
   if (!v && c.has_attr("value_floats")) {
     std::vector<float> fs = c.attr_floats("value_floats");
-    v = interp::Buffer::f32({int64_t(fs.size())}, fs);
+    v = Buffer::f32({int64_t(fs.size())}, fs);
   }
   if (!v && c.has_attr("value_int")) {
     int64_t i = c.attr_i("value_int", 0);
-    v = interp::Buffer::i64({}, std::span(&i, 1));
+    v = Buffer::i64({}, std::span(&i, 1));
   }
   if (!v && c.has_attr("value_ints")) {
     std::vector<int64_t> is = c.attr_ints("value_ints");
-    v = interp::Buffer::i64({int64_t(is.size())}, is);
+    v = Buffer::i64({int64_t(is.size())}, is);
   }
   if (!v) c.unsupported("a Constant without a tensor, float or int value");
   c.out(0, c.constant(*v));
@@ -340,7 +340,7 @@ void constant(Ctx& c) {
 
 void constant_of_shape(Ctx& c) {
   std::vector<int64_t> dims = c.need_ints(0, "shape");
-  std::optional<interp::Buffer> v = c.attr_tensor("value");
+  std::optional<Buffer> v = c.attr_tensor("value");
   if (v && v->numel() != 1) fail(ErrorKind::Shape, "value must hold one element");
   DType dt = v ? v->dtype() : DType::F32;
   double x = v ? v->get_f64(0) : 0.0;
@@ -348,7 +348,7 @@ void constant_of_shape(Ctx& c) {
 }
 
 void range(Ctx& c) {
-  interp::Buffer s = c.need(0, "start"), l = c.need(1, "limit"), d = c.need(2, "delta");
+  Buffer s = c.need(0, "start"), l = c.need(1, "limit"), d = c.need(2, "delta");
   double start = s.get_f64(0), limit = l.get_f64(0), delta = d.get_f64(0);
   if (delta == 0) fail(ErrorKind::Value, "delta 0");
   double count = std::max(0.0, std::ceil((limit - start) / delta));
@@ -358,7 +358,7 @@ void range(Ctx& c) {
   // Integer ranges accumulate exactly; float ones as start + k * delta.
   for (std::size_t k = 0; k < v.size(); ++k) v[k] = start + double(k) * delta;
   std::vector<int64_t> dims{int64_t(v.size())};
-  c.out(0, c.constant(interp::Buffer::from_f64(ir::Shape::of(dims, dt), v)));
+  c.out(0, c.constant(Buffer::from_f64(ir::Shape::of(dims, dt), v)));
 }
 
 void eye_like(Ctx& c) {
@@ -375,7 +375,7 @@ void eye_like(Ctx& c) {
   std::vector<double> v(static_cast<std::size_t>(d[0] * d[1]), 0.0);
   for (int64_t i = 0; i < d[0]; ++i)
     if (i + k >= 0 && i + k < d[1]) v[std::size_t(i * d[1] + i + k)] = 1;
-  c.out(0, c.constant(interp::Buffer::from_f64(ir::Shape::of(d, dt), v)));
+  c.out(0, c.constant(Buffer::from_f64(ir::Shape::of(d, dt), v)));
 }
 
 void trilu(Ctx& c) {
@@ -396,7 +396,7 @@ void trilu(Ctx& c) {
 void one_hot(Ctx& c) {
   std::vector<int64_t> id = c.sizes(0);
   double depth_v = c.need_scalar(1, "depth");
-  interp::Buffer values = c.need(2, "values");
+  Buffer values = c.need(2, "values");
   if (values.numel() != 2) fail(ErrorKind::Shape, "values must hold [off, on]");
   if (!(depth_v >= 0 && depth_v <= double(int64_t(1) << 24)))
     c.check_materialized(-1, "OneHot's depth");
@@ -423,7 +423,7 @@ void dropout(Ctx& c) {
   if (c.opset < 7) c.ignore("is_test");
   if (c.opset < 12) c.ignore("ratio"); // an attribute before opset 12; no effect at inference
   if (c.has(2)) {
-    std::optional<interp::Buffer> t = c.value(2);
+    std::optional<Buffer> t = c.value(2);
     if (!t || t->get_f64(0) != 0)
       c.unsupported("training-mode dropout (random); rlx imports inference graphs");
   }

@@ -112,7 +112,7 @@ void hardmax(Ctx& c) {
     std::iota(iota.begin(), iota.end(), int64_t(0));
     std::vector<int64_t> dims(static_cast<std::size_t>(r), 1);
     dims[std::size_t(a)] = n;
-    NodeId pos = c.constant(interp::Buffer::from_i64(ir::Shape::of(dims, DType::I64), iota));
+    NodeId pos = c.constant(Buffer::from_i64(ir::Shape::of(dims, DType::I64), iota));
     return c.g.cast(op2(c, OpKind::Eq, pos, i), s.dtype());
   });
 }

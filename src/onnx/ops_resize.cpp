@@ -89,8 +89,7 @@ NodeId resize_axes(Ctx& c, NodeId x, const ResizeSpec& s, const std::vector<int6
     if (in == 0 || o < 0) fail(ErrorKind::Shape, "cannot resize axis ", a, " from ", in, " to ", o);
     c.check_materialized(o > 0 && in > (int64_t(1) << 24) / o ? -1 : in * o, "a resize matrix");
     std::vector<double> m = resize_matrix(s, in, o, scales[std::size_t(a)]);
-    NodeId mat =
-        c.constant(interp::Buffer::from_f64(ir::Shape::of(std::vector<int64_t>{in, o}, dt), m));
+    NodeId mat = c.constant(Buffer::from_f64(ir::Shape::of(std::vector<int64_t>{in, o}, dt), m));
     std::vector<int64_t> perm(static_cast<std::size_t>(r));
     std::iota(perm.begin(), perm.end(), int64_t(0));
     std::swap(perm[std::size_t(a)], perm.back());
@@ -122,14 +121,14 @@ void resize(Ctx& c) {
   std::vector<int64_t> out(r);
   std::vector<double> scales(r);
   std::size_t sizes_at = c.opset >= 11 ? 3 : 99, scales_at = c.opset >= 11 ? 2 : 1;
-  std::optional<interp::Buffer> sizes = c.has(sizes_at) ? c.value(sizes_at) : std::nullopt;
+  std::optional<Buffer> sizes = c.has(sizes_at) ? c.value(sizes_at) : std::nullopt;
   if (sizes && sizes->numel() > 0) {
     std::vector<int64_t> v = to_ints(*sizes);
     if (v.size() != r) fail(ErrorKind::Shape, "sizes needs one value per axis");
     for (std::size_t k = 0; k < r; ++k)
       out[k] = v[k], scales[k] = dims[k] ? double(v[k]) / double(dims[k]) : 1.0;
   } else {
-    interp::Buffer sb = c.need(scales_at, "scales");
+    Buffer sb = c.need(scales_at, "scales");
     if (sb.numel() != int64_t(r)) fail(ErrorKind::Shape, "scales needs one value per axis");
     for (std::size_t k = 0; k < r; ++k) {
       scales[k] = sb.get_f64(int64_t(k));
@@ -146,7 +145,7 @@ void upsample(Ctx& c) {
   if (s.mode != "nearest" && s.mode != "linear") c.unsupported("Upsample mode '" + s.mode + "'");
   s.transform = "asymmetric", s.nearest = "floor";
   std::vector<int64_t> dims = c.sizes(0);
-  interp::Buffer sb = c.need(1, "scales");
+  Buffer sb = c.need(1, "scales");
   if (sb.numel() != int64_t(dims.size())) fail(ErrorKind::Shape, "scales needs one value per axis");
   std::vector<int64_t> out(dims.size());
   std::vector<double> scales(dims.size());

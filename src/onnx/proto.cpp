@@ -1,5 +1,5 @@
 // src/onnx/proto.cpp -- the only file that reads ONNX protobuf messages: ModelProto into the
-// protobuf-free ModelDef, and TensorProto to and from interp::Buffer (raw_data and typed fields).
+// protobuf-free ModelDef, and TensorProto to and from Buffer (raw_data and typed fields).
 #include "model_def.hpp"
 
 #include "rlx/error.hpp"
@@ -41,7 +41,7 @@ constexpr ElemType kElemTypes[] = {
 
 /// Copy `n` values of a repeated field into the buffer as its dtype, element by element.
 template <class Field, class Conv>
-void copy_typed(interp::Buffer& b, const Field& field, std::size_t per_element, Conv conv) {
+void copy_typed(Buffer& b, const Field& field, std::size_t per_element, Conv conv) {
   std::byte* out = b.bytes().data();
   const std::size_t es = ir::size_bytes(b.dtype()) / per_element;
   for (int k = 0; k < field.size(); ++k) conv(out + std::size_t(k) * es, field.Get(k));
@@ -54,7 +54,7 @@ template <class T> auto store_as() {
   };
 }
 
-interp::Buffer tensor_to_buffer(const ::onnx::TensorProto& t, std::string_view source) {
+Buffer tensor_to_buffer(const ::onnx::TensorProto& t, std::string_view source) {
   std::string what = t.name().empty() ? std::string(source) : detail_name(source, t.name());
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
     fail(ErrorKind::Unsupported, what, ": tensor data stored outside the file is not supported");
@@ -84,7 +84,7 @@ interp::Buffer tensor_to_buffer(const ::onnx::TensorProto& t, std::string_view s
   if (t.has_raw_data()) {
     if (t.raw_data().size() != std::size_t(numel) * es)
       count_error("raw_data", int64_t(t.raw_data().size() / es));
-    interp::Buffer b = interp::Buffer::uninitialized(ir::Shape::of(dims, *dtype));
+    Buffer b = Buffer::uninitialized(ir::Shape::of(dims, *dtype));
     if (numel > 0) std::memcpy(b.bytes().data(), t.raw_data().data(), t.raw_data().size());
     if (*dtype == DType::Bool)
       for (std::byte& x : b.bytes()) x = std::byte(x != std::byte{0});
@@ -93,10 +93,10 @@ interp::Buffer tensor_to_buffer(const ::onnx::TensorProto& t, std::string_view s
   // Typed fields: complex64 holds two floats per element. The count is checked before the buffer
   // is allocated: a few bytes of dims must not allocate terabytes.
   int64_t per = *dtype == DType::C64 ? 2 : 1;
-  std::optional<interp::Buffer> b;
-  auto check = [&](std::string_view field, int size) -> interp::Buffer& {
+  std::optional<Buffer> b;
+  auto check = [&](std::string_view field, int size) -> Buffer& {
     if (int64_t(size) != numel * per) count_error(field, size / per);
-    return b.emplace(interp::Buffer::uninitialized(ir::Shape::of(dims, *dtype)));
+    return b.emplace(Buffer::uninitialized(ir::Shape::of(dims, *dtype)));
   };
   // Fields a reader could confuse: values there for another dtype are an error, not ignored.
   switch (*dtype) {
@@ -274,7 +274,7 @@ ModelDef decode_model(std::string_view bytes, std::string_view source) {
 
 } // namespace detail
 
-interp::Buffer read_tensor(std::string_view bytes, std::string_view source, std::string* name) {
+Buffer read_tensor(std::string_view bytes, std::string_view source, std::string* name) {
   if (bytes.size() > std::size_t(std::numeric_limits<int>::max()))
     fail(ErrorKind::Unsupported, source, ": tensors over 2 GiB are not supported");
   ::onnx::TensorProto t;
@@ -284,7 +284,7 @@ interp::Buffer read_tensor(std::string_view bytes, std::string_view source, std:
   return detail::tensor_to_buffer(t, source);
 }
 
-std::string write_tensor(const interp::Buffer& buffer, std::string_view name) {
+std::string write_tensor(const Buffer& buffer, std::string_view name) {
   ::onnx::TensorProto t;
   t.set_name(std::string(name));
   int code = 0;

@@ -25,7 +25,7 @@ ir::NodeId Emitter::op(ir::Op o, std::vector<ir::NodeId> inputs) {
 }
 
 ir::NodeId Emitter::tensor(const std::vector<double>& values, const ir::Shape& shape) {
-  interp::Buffer b = interp::Buffer::from_f64(shape, values);
+  Buffer b = Buffer::from_f64(shape, values);
   ir::Bytes bytes;
   bytes.data.resize(b.bytes().size());
   if (!bytes.data.empty()) std::memcpy(bytes.data.data(), b.bytes().data(), bytes.data.size());

@@ -31,7 +31,7 @@ public:
   bool splat(std::size_t i, double v) const {
     const ir::Node& c = operand(i);
     if (ir::is_complex(c.shape.dtype())) return false;
-    std::optional<interp::Buffer> b = constant_value(c);
+    std::optional<Buffer> b = constant_value(c);
     if (!b) return false;
     for (int64_t k = 0; k < b->numel(); ++k)
       if (b->get_f64(k) != v) return false;
@@ -54,7 +54,7 @@ public:
     ir::Shape scalar = ir::Shape::scalar(n_.shape.dtype());
     NodeId zero = operand(i).shape == scalar
                       ? ins_[i]
-                      : rw_.append(n_, constant_op(interp::Buffer(scalar)), {}, scalar);
+                      : rw_.append(n_, constant_op(Buffer(scalar)), {}, scalar);
     if (n_.shape.rank() == 0) return zero;
     ir::Op expand(OpKind::Expand, ir::ExpandAttrs{n_.shape.sizes()});
     return rw_.append(n_, std::move(expand), {zero}, n_.shape);

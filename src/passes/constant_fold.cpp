@@ -29,19 +29,19 @@ bool worth_folding(const ir::Node& n, int64_t operand_elements, const PassOption
 
 bool constant_fold(ir::Graph& g, const PassOptions& opts) {
   Rewriter rw(g);
-  std::map<ir::NodeId, interp::Buffer> values; // constants of the new graph, decoded once
-  auto value_of = [&](ir::NodeId id) -> const interp::Buffer* {
+  std::map<ir::NodeId, Buffer> values; // constants of the new graph, decoded once
+  auto value_of = [&](ir::NodeId id) -> const Buffer* {
     auto it = values.find(id);
     if (it != values.end()) return &it->second;
-    std::optional<interp::Buffer> v = constant_value(rw.out().node(id));
+    std::optional<Buffer> v = constant_value(rw.out().node(id));
     return v ? &values.emplace(id, std::move(*v)).first->second : nullptr;
   };
   bool changed = false;
   for (const ir::Node& n : g.nodes()) {
-    std::vector<const interp::Buffer*> operands;
+    std::vector<const Buffer*> operands;
     int64_t operand_elements = 0;
     for (ir::NodeId in : rw.inputs_of(n)) {
-      const interp::Buffer* v = value_of(in);
+      const Buffer* v = value_of(in);
       if (v == nullptr) break;
       operands.push_back(v);
       operand_elements += v->numel();
@@ -50,7 +50,7 @@ bool constant_fold(ir::Graph& g, const PassOptions& opts) {
       rw.copy(n);
       continue;
     }
-    interp::Buffer result;
+    Buffer result;
     try {
       result = interp::eval_node(n, operands);
     } catch (const Error&) { // e.g. a gather index out of range: the error belongs to run time

@@ -21,7 +21,7 @@ bool param_specialize(ir::Graph& g, const PassOptions& opts) {
       rw.copy(n);
       continue;
     }
-    const interp::Buffer& value = it->second;
+    const Buffer& value = it->second;
     if (value.shape() != n.shape)
       fail(ErrorKind::Value, "param_specialize: param \"", it->first, "\" of graph @", g.name,
            " is ", ir::short_str(n.shape), ", the value given is ", ir::short_str(value.shape()));

@@ -112,7 +112,7 @@ bool fuse_matches(ir::Graph& g, MatchFn match, EmitFn emit) {
 }
 
 /// A Constant op holding the bytes of `value` (the node gets value's shape).
-inline ir::Op constant_op(const interp::Buffer& value) {
+inline ir::Op constant_op(const Buffer& value) {
   auto bytes = value.bytes();
   std::vector<uint8_t> data(bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i) data[i] = std::to_integer<uint8_t>(bytes[i]);
@@ -120,7 +120,7 @@ inline ir::Op constant_op(const interp::Buffer& value) {
 }
 
 /// The value of a Constant node; nullopt for any other node.
-inline std::optional<interp::Buffer> constant_value(const ir::Node& n) {
+inline std::optional<Buffer> constant_value(const ir::Node& n) {
   if (n.op.kind() != ir::OpKind::Constant) return std::nullopt;
   return interp::eval_node(n, {});
 }

@@ -22,7 +22,7 @@ namespace {
 class InterpExecutable final : public Executable {
 public:
   explicit InterpExecutable(ir::Graph g) : graph_(std::move(g)) {}
-  std::vector<interp::Buffer> run(std::span<const interp::Buffer* const> leaves) const override {
+  std::vector<Buffer> run(std::span<const Buffer* const> leaves) const override {
     return interp::run_leaves(graph_, leaves);
   }
   const ir::Graph& graph() const override { return graph_; }
@@ -166,11 +166,11 @@ std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backen
 
 std::string Executable::describe() const { return ir::to_text(graph()); }
 
-std::vector<interp::Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
-                                           std::span<const interp::Buffer* const> leaves) {
+std::vector<Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
+                                   std::span<const Buffer* const> leaves) {
   RLX_CHECK(exe != nullptr, "run_executable of a null executable");
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<interp::Buffer> out = exe->run(leaves);
+  std::vector<Buffer> out = exe->run(leaves);
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Cache& c = cache();

@@ -18,7 +18,7 @@
 namespace {
 
 namespace ir = rlx::ir;
-using rlx::interp::Buffer;
+using rlx::Buffer;
 
 /// Graphs larger than this (elements summed over all nodes) or longer are not run: the target
 /// looks for wrong answers and crashes, not for slow inputs.

@@ -26,7 +26,7 @@
 #include <vector>
 
 namespace fs = std::filesystem;
-using rlx::interp::Buffer;
+using rlx::Buffer;
 
 namespace {
 

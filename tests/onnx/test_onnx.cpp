@@ -16,7 +16,7 @@
 #include <string>
 
 namespace fs = std::filesystem;
-using rlx::interp::Buffer;
+using rlx::Buffer;
 
 namespace {
 

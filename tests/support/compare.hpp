@@ -20,7 +20,7 @@
 
 namespace rlx::test {
 
-using interp::Buffer;
+using rlx::Buffer;
 
 /// |got - want| <= atol + rtol * |want|.
 struct Tolerance {

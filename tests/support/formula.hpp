@@ -18,8 +18,8 @@ struct Formula {
   double scale, freq, phase, offset;
 };
 
-inline interp::Buffer formula(const Formula& f) {
-  interp::Buffer b(ir::Shape::of(f.dims, ir::DType::F32));
+inline Buffer formula(const Formula& f) {
+  Buffer b(ir::Shape::of(f.dims, ir::DType::F32));
   for (int64_t k = 0; k < b.numel(); ++k) {
     float v = static_cast<float>(f.scale * std::sin(f.freq * double(k) + f.phase));
     b.set_f64(k, f.offset == 0 ? double(v) : double(float(f.offset + double(v))));

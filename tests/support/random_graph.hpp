@@ -73,8 +73,8 @@ inline std::vector<double> special_values() {
 }
 
 /// A buffer of `shape` filled as `spec` says.
-inline interp::Buffer random_values(const ir::Shape& shape, FillSpec spec, Rng& rng) {
-  interp::Buffer b(shape);
+inline Buffer random_values(const ir::Shape& shape, FillSpec spec, Rng& rng) {
+  Buffer b(shape);
   int64_t n = b.numel();
   ir::DType t = shape.dtype();
   auto integer = [&] { return double(rng.range(int64_t(spec.lo), int64_t(spec.hi))); };
@@ -216,7 +216,7 @@ struct RandomGraphOptions {
 struct RandomGraph {
   uint64_t seed = 0;
   ir::Graph graph;
-  std::vector<interp::Buffer> leaves; ///< one per Input and Param node, in graph order
+  std::vector<Buffer> leaves; ///< one per Input and Param node, in graph order
 };
 
 namespace detail {

@@ -31,8 +31,7 @@ struct ElementDiff {
   bool close = true;
 };
 
-ElementDiff diff_at(const interp::Buffer& a, const interp::Buffer& b, int64_t i, double rtol,
-                    double atol) {
+ElementDiff diff_at(const Buffer& a, const Buffer& b, int64_t i, double rtol, double atol) {
   ir::DType t = a.dtype();
   if (ir::is_int(t) || ir::is_bool(t)) {
     double err = std::fabs(double(a.get_i64(i)) - double(b.get_i64(i)));
@@ -69,7 +68,7 @@ std::string index_str(const ir::Shape& shape, int64_t i) {
   return out + "]";
 }
 
-std::string value_str(const interp::Buffer& b, int64_t i) {
+std::string value_str(const Buffer& b, int64_t i) {
   ir::DType t = b.dtype();
   if (ir::is_int(t) || ir::is_bool(t)) return std::to_string(b.get_i64(i));
   std::ostringstream os;
@@ -95,8 +94,8 @@ int compare_command(std::span<const std::string> args) {
   double atol = a.has("--atol") ? parse_tolerance("--atol", *a.value("--atol")) : 1e-8;
   const std::string& path_a = a.positional[0];
   const std::string& path_b = a.positional[1];
-  interp::Buffer x = io::load_npy(path_a);
-  interp::Buffer y = io::load_npy(path_b);
+  Buffer x = io::load_npy(path_a);
+  Buffer y = io::load_npy(path_b);
 
   std::string both = path_a + " and " + path_b;
   if (x.shape() != y.shape()) {

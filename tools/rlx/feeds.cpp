@@ -102,7 +102,7 @@ void load_feeds(const ir::Graph& g, std::span<Feed> feeds) {
     if (id && g.shape(*id).dtype() == ir::DType::BF16 && f.buffer.dtype() == ir::DType::F32) {
       ir::Shape shape = f.buffer.shape().with_dtype(ir::DType::BF16);
       std::vector<double> values = f.buffer.to_f64();
-      f.buffer = interp::Buffer::from_f64(shape, values);
+      f.buffer = Buffer::from_f64(shape, values);
     }
   }
 }

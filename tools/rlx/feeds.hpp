@@ -16,7 +16,7 @@ struct Feed {
   bool is_param = false;
   std::string name;
   std::string path;
-  interp::Buffer buffer;
+  Buffer buffer;
   bool preset = false; ///< the buffer came with the model (an ONNX initializer), not from a file
 
   /// "--in x=a.npy", for error messages.

@@ -49,22 +49,21 @@ void make_directory(const std::string& dir) {
 }
 
 /// .npy has no bf16: such outputs are written as f32 (with a note on stderr).
-interp::Buffer savable(const interp::Buffer& b, std::string_view label) {
+Buffer savable(const Buffer& b, std::string_view label) {
   if (b.dtype() != ir::DType::BF16) return b;
   std::cerr << "rlx: note: " << label << " is bf16, which .npy cannot hold; writing it as f32\n";
   std::vector<double> values = b.to_f64();
-  return interp::Buffer::from_f64(b.shape().with_dtype(ir::DType::F32), values);
+  return Buffer::from_f64(b.shape().with_dtype(ir::DType::F32), values);
 }
 
 /// Write out<i>.npy (and <name>.npy for labelled outputs) and print one line per output.
-void write_outputs(const ir::Graph& g, const std::vector<interp::Buffer>& outs,
-                   const std::string& dir) {
+void write_outputs(const ir::Graph& g, const std::vector<Buffer>& outs, const std::string& dir) {
   // File name -> the output index that owns it; the out<i> names come first.
   std::map<std::string, std::size_t> owner;
   for (std::size_t i = 0; i < outs.size(); ++i) owner["out" + std::to_string(i) + ".npy"] = i;
   for (std::size_t i = 0; i < outs.size(); ++i) {
     std::string label = "out" + std::to_string(i);
-    interp::Buffer b = savable(outs[i], label);
+    Buffer b = savable(outs[i], label);
     std::vector<std::string> files{label + ".npy"};
     const std::optional<std::string>& name = g.node(g.outputs[i]).name;
     if (name && !name->empty()) {
@@ -131,9 +130,9 @@ int run_command(std::span<const std::string> args) {
     std::optional<std::string> chosen = a.value("--backend");
     throw Error(e.kind(), (chosen ? "--backend " + *chosen : path) + ": " + e.what());
   }
-  std::vector<const interp::Buffer*> buffers;
+  std::vector<const Buffer*> buffers;
   for (const Feed* f : leaves) buffers.push_back(&f->buffer);
-  std::vector<interp::Buffer> outs;
+  std::vector<Buffer> outs;
   try {
     outs = exe->run(buffers);
   } catch (const Error& e) {

@@ -1,7 +1,7 @@
 // include/rlx/io/npy.hpp -- read and write NumPy .npy files (format 1.0, 2.0, 3.0; C order).
 #pragma once
 
-#include "rlx/interp.hpp"
+#include "rlx/buffer.hpp"
 
 #include <string>
 #include <string_view>
@@ -15,17 +15,17 @@ namespace rlx::io {
 /// `<source>: `; Fortran-ordered arrays of rank >= 2 throw ErrorKind::Unsupported (for rank <= 1
 /// both orders are the same bytes). Bool bytes other than 0 read
 /// as true.
-interp::Buffer read_npy(std::string_view bytes, std::string_view source = "<npy>");
+Buffer read_npy(std::string_view bytes, std::string_view source = "<npy>");
 
 /// Read a .npy file; ErrorKind::Io when it cannot be read, otherwise as read_npy (source = path).
-interp::Buffer load_npy(const std::string& path);
+Buffer load_npy(const std::string& path);
 
 /// The .npy bytes of a buffer (version 1.0, or 2.0 when the header needs it; the header is padded
 /// so that the data starts at a multiple of 64 bytes). BF16 has no NumPy dtype: ErrorKind::
 /// Unsupported.
-std::string write_npy(const interp::Buffer& buffer);
+std::string write_npy(const Buffer& buffer);
 
 /// Write write_npy(buffer) to a file; ErrorKind::Io when it cannot be written.
-void save_npy(const std::string& path, const interp::Buffer& buffer);
+void save_npy(const std::string& path, const Buffer& buffer);
 
 } // namespace rlx::io

@@ -55,14 +55,14 @@ RLX_ENUM(RopeStyle, NeoX, GptJ)
 RLX_ENUM(PadMode, Constant, Reflect, Edge)
 /// Resampling modes for interpolate1d / interpolate3d.
 RLX_ENUM(InterpMode, Linear, Nearest)
-/// FFT scaling (the seed's FftNorm): Backward leaves both directions unnormalized
+/// FFT scaling (RLX's FftNorm): Backward leaves both directions unnormalized
 /// (ifft(fft(x)) = N x), Forward scales the inverse by 1/N (numpy's default "backward"), Ortho
 /// scales both by 1/sqrt(N).
 RLX_ENUM(FftNorm, Backward, Forward, Ortho)
 /// Analysis windows of spectrogram, periodic (scipy.signal.get_window's default).
 RLX_ENUM(WindowKind, Rectangular, Hann, Hamming, Blackman)
 
-/// The seed's MaskKind: a mask type plus the window size of SlidingWindow.
+/// RLX's MaskKind: a mask type plus the window size of SlidingWindow.
 struct MaskKind {
   MaskType type = MaskType::None;
   int64_t window = 0;

@@ -1,4 +1,4 @@
-// include/rlx/ir/graph.hpp -- Graph: the append-only DAG at the heart of rlx (the seed's API).
+// include/rlx/ir/graph.hpp -- Graph: the append-only DAG at the heart of rlx (RLX's API).
 #pragma once
 
 #include "rlx/error.hpp"
@@ -43,7 +43,7 @@ protected:
 };
 
 /// A computation graph. Insertion order is topological order: every node's inputs have smaller
-/// ids. Nodes have one output each. Method names and argument order follow the seed
+/// ids. Nodes have one output each. Method names and argument order follow RLX
 /// (docs of rlx_ir::Graph); builders take a trailing source location so errors name the user's
 /// line.
 class Graph {
@@ -111,15 +111,15 @@ public:
   /// operand shapes and loc when they do not fit (or a dynamic dim hides the result).
   NodeId add_inferred(Op op, std::vector<NodeId> inputs, Loc loc = Loc::current());
 
-  // ---- Builders with explicit output shapes (the seed's primitive builders). Each checks its
+  // ---- Builders with explicit output shapes (RLX's primitive builders). Each checks its
   // operands and the declared shape against the op's shape rule and throws rlx::Error naming
   // the op, the shapes and the caller's line.
   NodeId matmul(NodeId lhs, NodeId rhs, Shape out_shape, Loc loc = Loc::current());
   NodeId binary(BinaryOp op, NodeId lhs, NodeId rhs, Shape out_shape, Loc loc = Loc::current());
   NodeId activation(Activation act, NodeId input, Shape shape, Loc loc = Loc::current());
 
-  // The builders below follow the seed's names and argument order (src/ir/builders_*.cpp,
-  // src/ir/graph_ext.cpp). Those without a Shape argument infer it with the op's shape rule
+  // The builders below follow RLX's names and argument order (src/builders/*.cpp,
+  // src/builders/graph_ext.cpp). Those without a Shape argument infer it with the op's shape rule
   // (rlx/ir/infer.hpp); those with one check it like matmul. Either way a misfit is an
   // rlx::Error naming the op, the operand shapes and the caller's line, and nothing is appended.
   // Sizes and axes are int64_t; a negative axis counts from the end. Ints2/Ints3 are
@@ -293,7 +293,7 @@ public:
   NodeId interpolate3d(NodeId x, Ints3 out_dhw, InterpMode mode, bool align_corners,
                        Loc loc = Loc::current());
 
-  // ---- The seed's GraphExt short names: shapes inferred. (layer_norm2d, group_norm, conv2d,
+  // ---- RLX's GraphExt short names: shapes inferred. (layer_norm2d, group_norm, conv2d,
   // conv_transpose2d and rms_norm above serve as both the primitive and the short form.)
   /// Matrix multiply.
   NodeId mm(NodeId lhs, NodeId rhs, Loc loc = Loc::current());
@@ -346,7 +346,7 @@ public:
   NodeId rope_n_styled(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, int64_t n_rot,
                        RopeStyle style, Loc loc = Loc::current());
 
-  // ---- Spectral and signal processing (src/ir/builders_spectral.cpp). Primitives: fft (last
+  // ---- Spectral and signal processing (src/builders/spectral.cpp). Primitives: fft (last
   // axis; f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved), lfilter,
   // conjugate, complex_norm_sq; the rest are composites of them and core ops. Real signals are
   // f32 or f64 with a static last axis; spectra come back as (re, im) pairs of that dtype.
@@ -448,7 +448,7 @@ public:
   /// |z|^2 of a c64 tensor, as f32.
   NodeId complex_norm_sq(NodeId z, Loc loc = Loc::current());
 
-  // ---- Sub-graphs (src/ir/builders_control.cpp)
+  // ---- Sub-graphs (src/builders/control.cpp)
   /// User-defined sub-graph with optional override AD rules (jax's custom_vjp / custom_jvp): a
   /// custom_fn node computing fwd_body on `inputs`. fwd_body has one Input per operand (matched
   /// in id order; dtypes and ranks equal, static sizes equal, its symbols unify with the
@@ -461,7 +461,7 @@ public:
   NodeId custom_fn(std::vector<NodeId> inputs, Graph fwd_body,
                    std::optional<Graph> vjp_body = std::nullopt,
                    std::optional<Graph> jvp_body = std::nullopt, Loc loc = Loc::current());
-  /// Multi-output custom_fn (the seed's concat-with-narrow design): fwd_body's K outputs are
+  /// Multi-output custom_fn (RLX's concat-with-narrow design): fwd_body's K outputs are
   /// flattened and concatenated into one 1-D output of a custom_fn node; the handle's
   /// output(g, i) narrows and reshapes output i back. All outputs must be f32 with static shapes
   /// (an rlx::Error naming custom_fn_multi, the output and its shape otherwise).
@@ -480,7 +480,7 @@ private:
   /// or a dynamic dim it needs); rlx::Error naming the op and the caller's line on bad operands.
   std::optional<Shape> infer_operands(const Op& op, const std::vector<NodeId>& inputs,
                                       std::vector<Shape>& shapes, const Loc& loc) const;
-  /// Append a node whose shape the op's rule infers (src/ir/graph_ext.cpp); an rlx::Error
+  /// Append a node whose shape the op's rule infers (src/builders/graph_ext.cpp); an rlx::Error
   /// naming the op, the operand shapes and loc when they do not fit, or when a dynamic dim
   /// hides the result (then the caller must use the builder with an explicit shape).
   NodeId build_inferred(Op op, std::vector<NodeId> inputs, const Loc& loc);

@@ -8,7 +8,7 @@
 
 namespace rlx::ir {
 
-/// Serialize a graph to JSON (the seed's serde layout: name, nodes, outputs).
+/// Serialize a graph to JSON (RLX's serde layout: name, nodes, outputs).
 std::string to_json(const Graph& g, bool pretty = false);
 
 /// Parse JSON back into a graph; from_json(to_json(g)) == g. Malformed input throws rlx::Error

@@ -72,7 +72,7 @@ struct StepPolicy {
   uint64_t view_alignment = 1;
   /// Interpreter steps read and write the arena (copying their operands in and results out).
   /// Off: their operands and results are buffers of their own (the JIT hands the interpreter's
-  /// kernels interp::Buffers), and no view is read by them.
+  /// kernels Buffers), and no view is read by them.
   bool runtime_in_arena = true;
 };
 

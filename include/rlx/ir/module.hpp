@@ -1,5 +1,5 @@
 // include/rlx/ir/module.hpp -- GraphModule: a model at any stage (HIR blocks, MIR graph, LIR
-// graph + buffer plan), with the seed's stage conversions and a stage-aware dump.
+// graph + buffer plan), with RLX's stage conversions and a stage-aware dump.
 #pragma once
 
 #include "rlx/ir/graph.hpp"

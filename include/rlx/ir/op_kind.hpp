@@ -82,7 +82,7 @@ constexpr bool has_trait(OpKind k, Traits t) { return (op_info(k).traits & t) ==
 std::optional<OpKind> parse_op_kind(std::string_view name);
 std::ostream& operator<<(std::ostream& os, OpKind k);
 
-// ---- The API enums of the seed, generated from ops.def categories (one list, no drift).
+// ---- The API enums of RLX, generated from ops.def categories (one list, no drift).
 
 /// Single-input element-wise activations (Graph::activation).
 enum class Activation : uint8_t {

@@ -1,4 +1,4 @@
-// src/ir/builders_control.cpp -- SubGraph (graph-valued attributes) and the sub-graph builders:
+// src/builders/control.cpp -- SubGraph (graph-valued attributes) and the sub-graph builders:
 // custom_fn, custom_fn_multi and MultiOutputHandle::output.
 #include "rlx/ir/graph.hpp"
 

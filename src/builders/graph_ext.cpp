@@ -1,4 +1,4 @@
-// src/ir/graph_ext.cpp -- the inferring builder path and the seed's GraphExt short names.
+// src/builders/graph_ext.cpp -- the inferring builder path and RLX's GraphExt short names.
 #include "rlx/ir/graph.hpp"
 
 #include "rlx/ir/infer.hpp"

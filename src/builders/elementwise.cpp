@@ -1,4 +1,4 @@
-// src/ir/builders_elementwise.cpp -- element-wise builders: cast, constants, stop_gradient,
+// src/builders/elementwise.cpp -- element-wise builders: cast, constants, stop_gradient,
 // where_ and clamp.
 #include "rlx/ir/graph.hpp"
 

@@ -1,4 +1,4 @@
-// src/ir/builders_nn.cpp -- linear/matmul, normalisation, attention, convolution, pooling and
+// src/builders/nn.cpp -- linear/matmul, normalisation, attention, convolution, pooling and
 // resampling builders.
 #include "rlx/ir/graph.hpp"
 

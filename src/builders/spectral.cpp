@@ -1,5 +1,5 @@
-// src/ir/builders_spectral.cpp -- the spectral and signal-processing builders: the primitives
-// fft, lfilter, conjugate and complex_norm_sq, and the seed's composites over them (rfft,
+// src/builders/spectral.cpp -- the spectral and signal-processing builders: the primitives
+// fft, lfilter, conjugate and complex_norm_sq, and RLX's composites over them (rfft,
 // irfft, stft, spectrogram, hilbert, filtfilt, resample_poly, ...). Composites check their
 // operands first (errors name the public builder, the shapes and the caller's line), then append
 // primitive nodes inside a transaction, so a failure leaves the graph as it was.

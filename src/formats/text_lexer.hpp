@@ -1,4 +1,4 @@
-// src/ir/text_lexer.hpp -- tokens of the text IR, with line/column positions.
+// src/formats/text_lexer.hpp -- tokens of the text IR, with line/column positions.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// src/ir/dot.cpp -- Graphviz DOT export of every stage; a LIR's steps of several nodes (fused
+// src/formats/dot.cpp -- Graphviz DOT export of every stage; a LIR's steps of several nodes (fused
 // kernels, row ops with their prologue) drawn as clusters.
 #include "rlx/ir/dot.hpp"
 

@@ -1,4 +1,4 @@
-// src/ir/builders_data.cpp -- reduction, scan, movement and indexing builders.
+// src/builders/data.cpp -- reduction, scan, movement and indexing builders.
 #include "rlx/ir/graph.hpp"
 
 namespace rlx::ir {

@@ -1,5 +1,5 @@
-// src/ir/text_lexer.cpp -- the text IR lexer: tokens, UTF-8 validation, string quoting.
-#include "text_lexer.hpp"
+// src/formats/text_lexer.cpp -- the text IR lexer: tokens, UTF-8 validation, string quoting.
+#include "formats/text_lexer.hpp"
 
 #include "rlx/error.hpp"
 

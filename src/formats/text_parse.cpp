@@ -1,8 +1,8 @@
-// src/ir/text_parse.cpp -- parse text IR back into a Graph, with line:column errors.
+// src/formats/text_parse.cpp -- parse text IR back into a Graph, with line:column errors.
 #include "rlx/ir/text.hpp"
 
-#include "attr_value.hpp"
-#include "text_lexer.hpp"
+#include "formats/text_lexer.hpp"
+#include "ir/attr_value.hpp"
 
 #include <algorithm>
 #include <unordered_map>

@@ -1,13 +1,14 @@
-// src/interp/buffer.cpp -- Buffer storage and dtype conversions (the interpreter's value model).
-#include "rlx/interp.hpp"
+// src/support/buffer.cpp -- Buffer storage and dtype conversions.
+#include "rlx/buffer.hpp"
 
-#include "half.hpp"
+#include "rlx/error.hpp"
+#include "support/half.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-namespace rlx::interp {
+namespace rlx {
 
 using ir::DType;
 
@@ -208,4 +209,4 @@ std::vector<float> Buffer::to_f32() const {
   return out;
 }
 
-} // namespace rlx::interp
+} // namespace rlx

@@ -1,10 +1,10 @@
-// src/interp/half.hpp -- IEEE binary16 and bfloat16 <-> float, round to nearest even.
+// src/support/half.hpp -- IEEE binary16 and bfloat16 <-> float, round to nearest even.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace rlx::interp::detail {
+namespace rlx::detail {
 
 inline float f16_to_f32(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
@@ -59,4 +59,4 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((x + rounding) >> 16);
 }
 
-} // namespace rlx::interp::detail
+} // namespace rlx::detail

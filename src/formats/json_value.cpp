@@ -1,5 +1,5 @@
-// src/ir/json_value.cpp -- strict JSON (RFC 8259): a recursive-descent parser and a writer.
-#include "json_value.hpp"
+// src/formats/json_value.cpp -- strict JSON (RFC 8259): a recursive-descent parser and a writer.
+#include "formats/json_value.hpp"
 
 #include "rlx/error.hpp"
 

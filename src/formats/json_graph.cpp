@@ -1,8 +1,8 @@
-// src/ir/json_graph.cpp -- to_json / from_json: the graph <-> JSON layout of docs/json.md.
+// src/formats/json_graph.cpp -- to_json / from_json: the graph <-> JSON layout of docs/json.md.
 #include "rlx/ir/json.hpp"
 
-#include "attr_value.hpp"
-#include "json_value.hpp"
+#include "formats/json_value.hpp"
+#include "ir/attr_value.hpp"
 
 #include <algorithm>
 #include <array>

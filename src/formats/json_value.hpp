@@ -1,4 +1,4 @@
-// src/ir/json_value.hpp -- a small strict JSON (RFC 8259) value tree, writer and parser.
+// src/formats/json_value.hpp -- a small strict JSON (RFC 8259) value tree, writer and parser.
 // Internal: the graph serializer (json_graph.cpp) builds and reads these trees.
 #pragma once
 

@@ -1,8 +1,8 @@
-// src/ir/text_print.cpp -- print a graph as text IR (the inverse of text_parse.cpp).
+// src/formats/text_print.cpp -- print a graph as text IR (the inverse of text_parse.cpp).
 #include "rlx/ir/text.hpp"
 
-#include "attr_value.hpp"
-#include "text_lexer.hpp"
+#include "formats/text_lexer.hpp"
+#include "ir/attr_value.hpp"
 
 #include <charconv>
 #include <cmath>

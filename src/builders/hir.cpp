@@ -1,4 +1,4 @@
-// src/ir/hir.cpp -- HirModule: blocks checked as they are added, printed, and lowered to MIR.
+// src/builders/hir.cpp -- HirModule: blocks checked as they are added, printed, and lowered to MIR.
 #include "rlx/ir/hir.hpp"
 
 #include "rlx/ir/module.hpp"
