@@ -163,7 +163,7 @@ const PassInfo* find_pass(std::string_view name);
 
 /// Which fusion passes compile_pipeline runs. A fusion is on by default when both backends run
 /// the fused op at least as fast as the parts it replaces (the measurements are in
-/// docs/ARCHITECTURE.md, "Passes and the compile pipeline").
+/// docs/performance.md, "Fusion defaults").
 struct FuseOptions {
   /// Off: both backends run a matmul with the interpreter's loop, whose cost does not change
   /// with the width of the product, so the narrows are extra copies (0-2% slower).

@@ -63,7 +63,7 @@ constexpr bool is_numeric(DType t) { return !is_bool(t); }
 
 std::optional<DType> parse_dtype(std::string_view text);
 
-/// The dtype two operands are computed in (numpy-like; see docs/ARCHITECTURE.md).
+/// The dtype two operands are computed in (numpy-like; see docs/semantics.md).
 DType promote(DType a, DType b);
 
 std::ostream& operator<<(std::ostream& os, DType t);
