@@ -61,6 +61,40 @@ public:
 std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backend,
                                           bool* hit = nullptr);
 
+/// A graph with dynamic dims, compiled for each binding of its symbols (rlx::jit's entries):
+/// specialize(binding) returns the executable of graph.bind(binding). The first binding is
+/// compiled as compile() does. At the second, the graph itself (symbolic) is verified and
+/// optimized once; when that optimized graph, bound to the first binding, is the graph the
+/// first compile optimized (the pipeline decided nothing from the sizes), this and every later
+/// binding binds the optimized graph and only plans it and prepares its steps: no verify, no pass,
+/// no cache key (CacheStats::respecialized). Otherwise (a pass used static sizes, say a convolution
+/// lowered to a product) each binding is compiled as compile() does. Element-wise kernels of
+/// ExtentPolicy::Generic are still found by their code among the loaded ones, so the LLVM IR of
+/// each kernel is emitted per binding; machine code is not made again. Thread-safe; executables are
+/// not put in the process cache (the caller keeps them).
+class SymbolicExecutable {
+public:
+  SymbolicExecutable(const ir::Graph& graph, Backend backend);
+  ~SymbolicExecutable();
+  SymbolicExecutable(const SymbolicExecutable&) = delete;
+  SymbolicExecutable& operator=(const SymbolicExecutable&) = delete;
+
+  /// The executable of graph().bind(binding) (an rlx::Error when the binding leaves a symbol
+  /// unbound or makes shapes disagree).
+  std::shared_ptr<const Executable> specialize(const ir::DimBinding& binding) const;
+  /// The symbolic graph as given.
+  const ir::Graph& graph() const;
+  Backend backend() const;
+  /// Whether specialize reuses the optimized symbolic graph (decided at the second binding).
+  bool reuses_pipeline() const;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+/// A SymbolicExecutable of `graph` on `backend` (an rlx::Error for a backend this build lacks).
+std::shared_ptr<const SymbolicExecutable> compile_symbolic(const ir::Graph& graph, Backend backend);
+
 /// How `backend` plans a graph (its step policy and where outputs live), for ir::plan_lir.
 ir::PlanOptions plan_options(Backend backend);
 /// The plan `backend` runs a static graph by: the compile pipeline compile() runs, then the
@@ -82,6 +116,8 @@ struct CacheStats {
   int64_t hits = 0;     ///< lookups served from the cache
   int64_t entries = 0;  ///< executables held now
   double compile_ms = 0;
+  int64_t pipelines = 0;     ///< graphs verified and optimized by the compile pipeline
+  int64_t respecialized = 0; ///< executables a SymbolicExecutable made by its reuse (no pipeline)
   int64_t runs = 0; ///< executables run by run_executable (materializations, rlx::jit calls)
   double run_ms = 0;
   // The JIT's native kernels (one per fused region), counted for the whole process:

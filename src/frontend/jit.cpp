@@ -4,8 +4,10 @@
 // JitOptions::dynamic_dims replaced by symbols. A new signature runs the user's function once on
 // placeholder tensors (trace_graph); the recorded values become a graph whose Input nodes are
 // the arguments (in order) and whose Param nodes are the computed tensors the function captured.
-// Each binding of the symbols is specialized with Graph::bind and compiled (through the process
-// cache); later calls with that binding run the executable directly.
+// Each binding of the symbols is specialized by the entry's SymbolicExecutable (the first
+// through the process cache; from the second on, the optimized symbolic graph is bound, planned
+// and prepared, without verify or passes); later calls with that binding run the executable
+// directly.
 #include "frontend/impl.hpp"
 
 #include "rlx/jit.hpp"
@@ -30,6 +32,7 @@ struct Entry {
   ir::Graph graph;                                     // symbolic
   std::vector<std::shared_ptr<const Buffer>> captured; // Param leaves, in graph order
   std::vector<uint32_t> symbols;                       // the dynamic symbols, in order
+  std::shared_ptr<const SymbolicExecutable> symbolic;  // when symbols is not empty
   std::map<std::vector<int64_t>, std::shared_ptr<const Executable>> executables;
 };
 
@@ -188,8 +191,14 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
         st.cache_hits.fetch_add(1, std::memory_order_relaxed);
       } else {
         auto t0 = Clock::now();
-        ir::Graph g = entry->symbols.empty() ? entry->graph : entry->graph.bind(binding);
-        exe = compile(g, st.options.backend.value_or(default_backend()));
+        Backend backend = st.options.backend.value_or(default_backend());
+        if (entry->symbols.empty()) {
+          exe = compile(entry->graph, backend);
+        } else {
+          if (!entry->symbolic || entry->symbolic->backend() != backend)
+            entry->symbolic = compile_symbolic(entry->graph, backend);
+          exe = entry->symbolic->specialize(binding);
+        }
         entry->executables.emplace(bound, exe);
         std::lock_guard slock(st.stats_mu);
         ++st.stats.compiles;

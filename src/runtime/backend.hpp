@@ -25,6 +25,16 @@ public:
   virtual void add_stats(CacheStats& stats) const = 0;
 };
 
+/// An rlx::Error (ErrorKind::Unsupported) naming `what` when this build lacks `backend`.
+void check_available(Backend backend, const char* what);
+/// The graph verified, then optimized by the compile pipeline in front of `backend` (counted in
+/// CacheStats::pipelines).
+ir::Graph optimize(const ir::Graph& graph, Backend backend);
+/// The executable of a static graph optimize() made: planned and prepared by `backend`.
+std::shared_ptr<const Executable> build_optimized(ir::Graph opt, Backend backend);
+/// One more executable made by SymbolicExecutable::specialize's reuse (CacheStats::respecialized).
+void count_respecialized();
+
 /// Make `backend` (an object that lives as long as the process) the one of its kind; returns
 /// true, so that a backend registers itself in a namespace-scope initializer.
 bool register_backend(const CompilingBackend& backend);

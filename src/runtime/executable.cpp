@@ -82,18 +82,43 @@ std::atomic<int>& backend_slot() {
 }
 
 std::shared_ptr<const Executable> build(const ir::Graph& g, Backend backend) {
-  if (!backend_available(backend))
-    fail(ErrorKind::Unsupported, "compile: backend ", enum_name(backend),
-         " is not available in this build; use Backend::Interp");
-  if (const runtime::CompilingBackend* b = runtime::find_backend(backend))
-    return b->compile(plan_for(g, backend));
-  ir::verify(g);
-  ir::Graph opt = g;
-  passes::compile_pipeline(opt);
-  return std::make_shared<InterpExecutable>(opt);
+  runtime::check_available(backend, "compile");
+  return runtime::build_optimized(runtime::optimize(g, backend), backend);
 }
 
 } // namespace
+
+void runtime::check_available(Backend backend, const char* what) {
+  if (!backend_available(backend))
+    fail(ErrorKind::Unsupported, what, ": backend ", enum_name(backend),
+         " is not available in this build; use Backend::Interp");
+}
+
+ir::Graph runtime::optimize(const ir::Graph& graph, Backend backend) {
+  ir::verify(graph);
+  // The compile pipeline (rlx/passes.hpp) runs in front of both backends: its default passes
+  // keep the graph's leaves as they are, and every value bit for bit but for the fused residual
+  // norms, which keep their sums unrounded.
+  ir::Graph opt = graph;
+  const runtime::CompilingBackend* b = runtime::find_backend(backend);
+  passes::compile_pipeline(opt, b ? b->pipeline_options() : passes::PipelineOptions{});
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  ++c.stats.pipelines;
+  return opt;
+}
+
+std::shared_ptr<const Executable> runtime::build_optimized(ir::Graph opt, Backend backend) {
+  if (const runtime::CompilingBackend* b = runtime::find_backend(backend))
+    return b->compile(ir::plan_lir(std::move(opt), plan_options(backend)));
+  return std::make_shared<InterpExecutable>(std::move(opt));
+}
+
+void runtime::count_respecialized() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  ++c.stats.respecialized;
+}
 
 ir::PlanOptions plan_options(Backend backend) {
   const runtime::CompilingBackend* b = runtime::find_backend(backend);
@@ -104,14 +129,7 @@ ir::LirModule plan_for(const ir::Graph& graph, Backend backend) {
   if (graph.has_dynamic_dims())
     fail(ErrorKind::Bind, "plan_for: graph @", graph.name,
          " has dynamic dims; bind them first (Graph::bind)");
-  ir::verify(graph);
-  // The compile pipeline (rlx/passes.hpp) runs in front of both backends: its default passes
-  // keep the graph's leaves as they are, and every value bit for bit but for the fused residual
-  // norms, which keep their sums unrounded.
-  ir::Graph opt = graph;
-  const runtime::CompilingBackend* b = runtime::find_backend(backend);
-  passes::compile_pipeline(opt, b ? b->pipeline_options() : passes::PipelineOptions{});
-  return ir::plan_lir(std::move(opt), plan_options(backend));
+  return ir::plan_lir(runtime::optimize(graph, backend), plan_options(backend));
 }
 
 bool backend_available(Backend backend) {
