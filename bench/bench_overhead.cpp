@@ -3,13 +3,22 @@
 // constant changes every iteration so the process cache always misses), and the first call of
 // a fresh rlx::jit function (trace + compile + run). (2) Cached call: a jitted a+b on 1 and 4
 // f32 elements, per call, next to Executable::run of the same graph and a plain C++ loop.
+// (3) Respecialization: the README's dynamic-batch functions called at a new size of their
+// dynamic dim, per call: through rlx::jit, and the two ways an executable for the new size is
+// made (compile(graph.bind(size)) as every size was compiled before SymbolicExecutable, and
+// SymbolicExecutable::specialize), each followed by a run. Every call gets a size no call had
+// before; the kernels' machine code is loaded by then (it is size-generic), so the rows measure
+// what a new size costs above finding that code.
 // RLX_CACHE_DIR is set to "off" so no on-disk kernel cache can serve a "cold" compile.
 #include "bench_util.hpp"
 
 #include <rlx/rlx.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +28,7 @@ using rlx::Tensor;
 
 constexpr char kCompile[] = "compile";
 constexpr char kCall[] = "call overhead";
+constexpr char kRespec[] = "new size of a dynamic dim";
 
 /// 16 element-wise ops and 4 scalar constants over f32[n]; `k` is the first constant.
 rlx::ir::Graph make_chain(int64_t n, double k) {
@@ -54,6 +64,103 @@ template <class F> bench::Stats time_each(int iterations, F&& fn) {
     t.push_back(bench::seconds_since(t0));
   }
   return bench::summarize(std::move(t), 1);
+}
+
+/// A workload of the respecialization table: a function of one tensor with a dynamic dim.
+struct Respec {
+  std::string name;
+  rlx::Jitted<std::function<Tensor(Tensor)>> fn;
+  std::function<std::vector<int64_t>(int64_t)> shape; ///< the input's shape at size n
+  std::string symbol;                                 ///< the dynamic dim's name
+};
+
+/// One input at size n, made outside the timed calls.
+Tensor respec_input(const Respec& w, int64_t n) {
+  std::vector<int64_t> shape = w.shape(n);
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> v(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(int64_t(i % 17) - 8) * 0.125f;
+  return Tensor::from_vector(v, shape);
+}
+
+void respecialization() {
+  constexpr int kSizes = 60; // per row; each call a size of its own
+  bench::emit_note(kRespec, "per call at a size no earlier call had (" + std::to_string(kSizes) +
+                                " calls per row, interleaved); 1 rlx thread; the kernels' machine "
+                                "code is loaded (size-generic). [RLX_REUSE_KERNELS=0]: each "
+                                "kernel is lowered to LLVM IR again and found by its digest");
+  using Fn = std::function<Tensor(Tensor)>;
+  std::vector<Respec> loads;
+  loads.push_back({"softmax(t,-1).sum(-1), t f32[n,16]",
+                   rlx::jit(Fn([](Tensor t) { return rlx::softmax(t, -1).sum(-1); }),
+                            rlx::JitOptions{.dynamic_dims = {{0, 0, "batch"}}}),
+                   [](int64_t n) { return std::vector<int64_t>{n, 16}; }, "batch"});
+  loads.push_back(
+      {"tanh(0.5x+0.1)*sigmoid(x)+x*x, x f32[4,n]",
+       rlx::jit(Fn([](Tensor x) { return rlx::tanh(x * 0.5f + 0.1f) * rlx::sigmoid(x) + x * x; }),
+                rlx::JitOptions{.dynamic_dims = {{0, 1, "n"}}}),
+       [](int64_t n) { return std::vector<int64_t>{4, n}; }, "n"});
+  int64_t next = 3; // sizes are never reused, across rows and workloads
+  // With kernels found by their emission keys (the default), then each lowered again.
+  for (bool reuse : {true, false}) {
+    setenv("RLX_REUSE_KERNELS", reuse ? "1" : "0", 1);
+    const std::string suffix = reuse ? "" : " [RLX_REUSE_KERNELS=0]";
+    for (Respec& w : loads) {
+      auto at = [&](int64_t n) { return rlx::ir::DimBinding{{rlx::ir::symbol_id(w.symbol), n}}; };
+      // Trace, compile the first sizes (the second decides the reuse), load the kernels.
+      for (int i = 0; i < 3; ++i) {
+        Tensor y = w.fn(respec_input(w, next++));
+        bench::clobber(&y);
+      }
+      std::optional<rlx::ir::Graph> graph = w.fn.last_graph();
+      if (!graph || !graph->has_dynamic_dims()) {
+        std::printf("FAILED: %s traced no dynamic dim\n", w.name.c_str());
+        continue;
+      }
+      auto sym = rlx::compile_symbolic(*graph, rlx::Backend::Jit);
+      for (int i = 0; i < 2; ++i) // decide the reuse before the samples
+        bench::clobber(sym->specialize(at(next++)).get());
+      std::vector<double> t_jit, t_bind, t_spec;
+      for (int i = 0; i < kSizes; ++i, next += 3) {
+        Tensor a = respec_input(w, next), b = respec_input(w, next + 1),
+               c = respec_input(w, next + 2);
+        const rlx::Buffer* lb[] = {&b.buffer()};
+        const rlx::Buffer* lc[] = {&c.buffer()};
+        auto t0 = bench::Clock::now();
+        Tensor y = w.fn(a);
+        rlx::eval(y);
+        t_jit.push_back(bench::seconds_since(t0));
+        t0 = bench::Clock::now();
+        std::vector<rlx::Buffer> rb =
+            rlx::compile(graph->bind(at(next + 1)), rlx::Backend::Jit)->run(lb);
+        t_bind.push_back(bench::seconds_since(t0));
+        t0 = bench::Clock::now();
+        std::vector<rlx::Buffer> rc = sym->specialize(at(next + 2))->run(lc);
+        t_spec.push_back(bench::seconds_since(t0));
+        bench::clobber(rb[0].bytes().data());
+        bench::clobber(rc[0].bytes().data());
+        if (i == 0 || i == kSizes - 1) { // the timed executables computed the right values
+          std::vector<float> want =
+              rlx::compile(graph->bind(at(next + 2)), rlx::Backend::Interp)->run(lc)[0].to_f32();
+          std::vector<float> got = rc[0].to_f32();
+          bool close = got.size() == want.size();
+          for (std::size_t j = 0; close && j < got.size(); ++j)
+            close = std::abs(got[j] - want[j]) <= 1e-4f * (1 + std::abs(want[j]));
+          if (!close) std::printf("FAILED: %s: specialize computed wrong values\n", w.name.c_str());
+        }
+      }
+      if (!sym->reuses_pipeline())
+        std::printf("FAILED: %s: specialize does not reuse the pipeline\n", w.name.c_str());
+      bench::emit_time({kRespec, w.name + ": rlx::jit call" + suffix, 1, 0},
+                       bench::summarize(t_jit, 1));
+      bench::emit_time({kRespec, w.name + ": compile(graph.bind(size)) + run" + suffix, 1, 0},
+                       bench::summarize(t_bind, 1));
+      bench::emit_time({kRespec, w.name + ": SymbolicExecutable::specialize + run" + suffix, 1, 0},
+                       bench::summarize(t_spec, 1));
+    }
+  }
+  unsetenv("RLX_REUSE_KERNELS");
 }
 
 } // namespace
@@ -173,5 +280,8 @@ int main(int argc, char** argv) {
         budget);
     bench::emit_time({kCall, "C++ loop, a+b (no allocation)", 1, n}, s);
   }
+
+  // ---- Respecialization
+  respecialization();
   return 0;
 }

@@ -86,7 +86,7 @@ public:
     const float* mask =
         has_mask_operand(g.mask) ? reinterpret_cast<const float*>(reads[3]) : nullptr;
     float* o = reinterpret_cast<float*>(out);
-    runtime::parallel_for(g.batch * g.heads, 1, [&](int64_t t0, int64_t t1) {
+    threads::parallel_for(g.batch * g.heads, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) head(t / g.heads, t % g.heads, q, k, v, mask, o);
     });
   }

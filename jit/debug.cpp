@@ -140,6 +140,7 @@ void add_kernel_stats(CacheStats& stats) {
   KernelCounters k = kernel_counters();
   stats.kernels_compiled = k.compiled;
   stats.kernel_memory_hits = k.memory_hits;
+  stats.kernels_reused = k.reused;
   stats.disk_hits = k.disk_hits;
   stats.disk_misses = k.disk_misses;
   stats.disk_rejected = k.disk_rejected;

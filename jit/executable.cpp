@@ -28,17 +28,14 @@ public:
     for (ir::NodeId c : lir_.memory.io.constants)
       constants_[c.index] = interp::eval_node(mir.node(c), {});
     DebugState debug = debug_state();
-    std::string exe = executable_name();
-    if (debug.dump_graph) write_dump(debug, exe + ".graph.txt", ir::to_text(mir));
-    ir::LirNames names;
-    for (std::size_t k = 0; k < lir_.kernels.size(); ++k) names.kernels.push_back(kernel_name());
-    names.steps.resize(lir_.steps.size());
-    PrepareContext context{lir_, names, debug};
+    if (debug.dump_graph) write_dump(debug, name_ + ".graph.txt", ir::to_text(mir));
+    for (std::size_t k = 0; k < lir_.kernels.size(); ++k) names_.kernels.push_back(kernel_name());
+    names_.steps.resize(lir_.steps.size());
+    PrepareContext context{lir_, names_, debug};
     // Code, FFTW plans and attention's strides: made now, once.
     for (std::size_t i = 0; i < lir_.steps.size(); ++i)
       steps_.push_back(static_cast<const JitRule*>(lir_.steps[i].rule)->prepare(context, i));
-    description_ = "# " + exe + ": the plan of graph @" + mir.name + "\n" + lir_.to_string(names);
-    if (debug.dump_lir) write_dump(debug, exe + ".lir.txt", description_);
+    if (debug.dump_lir) write_dump(debug, name_ + ".lir.txt", describe());
   }
 
   std::vector<Buffer> run(std::span<const Buffer* const> leaves) const override {
@@ -97,7 +94,10 @@ public:
 
   const ir::Graph& graph() const override { return lir_.mir; }
   Backend backend() const override { return Backend::Jit; }
-  std::string describe() const override { return description_; }
+  /// The plan as text (also RLX_DUMP=lir), printed when asked: not a cost of every compile.
+  std::string describe() const override {
+    return "# " + name_ + ": the plan of graph @" + lir_.mir.name + "\n" + lir_.to_string(names_);
+  }
 
 private:
   ir::LirModule lir_;
@@ -105,7 +105,8 @@ private:
   mutable std::mutex arena_mutex_; ///< guards arena_ (a call that finds it taken makes its own)
   mutable Storage arena_;
   std::vector<Buffer> constants_;
-  std::string description_; ///< the plan as text (describe(), RLX_DUMP=lir)
+  std::string name_ = executable_name(); ///< for dump files and describe()
+  ir::LirNames names_;                   ///< the kernels' symbols, given as steps are prepared
 };
 
 } // namespace

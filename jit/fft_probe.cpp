@@ -5,7 +5,7 @@
 #include <fftw3.h>
 #include <mutex>
 
-namespace rlx::runtime {
+namespace rlx::fftw {
 
 std::vector<float> fftw_magnitudes(const std::vector<float>& x) {
   static std::mutex planner_mutex; // FFTW's planner is not thread-safe
@@ -29,4 +29,4 @@ std::vector<float> fftw_magnitudes(const std::vector<float>& x) {
   return mags;
 }
 
-} // namespace rlx::runtime
+} // namespace rlx::fftw

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <utility>
 
-namespace rlx::runtime {
+namespace rlx::fftw {
 
 namespace {
 
@@ -185,4 +185,4 @@ void set_fftw_measure(bool measure) {
   pl.measure = measure;
 }
 
-} // namespace rlx::runtime
+} // namespace rlx::fftw

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace rlx::runtime {
+namespace rlx::fftw {
 
 /// Whether the JIT runs this node through FFTW: an fft of f32 (fftw3f), f64 (fftw3) or c64.
 bool fftw_handles(const ir::Node& n);
@@ -30,4 +30,4 @@ int64_t fftw_plans_made();
 /// start-up selects measure. Measuring takes time once per shape and may pick faster code.
 void set_fftw_measure(bool measure);
 
-} // namespace rlx::runtime
+} // namespace rlx::fftw

@@ -245,7 +245,7 @@ template <class T> void gemm(const GemmCallT<T>& g, int threads) {
     if (t <= 1 || g.batches <= 1)
       run(0, g.batches);
     else
-      runtime::parallel_for(g.batches, std::max<int64_t>(1, g.batches / t), run);
+      threads::parallel_for(g.batches, std::max<int64_t>(1, g.batches / t), run);
     return;
   }
   const GemmTile tile = gemm_tile(isa, type_of<T>());
@@ -276,7 +276,7 @@ template <class T> void gemm(const GemmCallT<T>& g, int threads) {
   if (t <= 1 || tasks <= 1)
     run(0, tasks);
   else
-    runtime::parallel_for(tasks, std::max<int64_t>(1, tasks / t), run);
+    threads::parallel_for(tasks, std::max<int64_t>(1, tasks / t), run);
 }
 
 } // namespace

@@ -13,15 +13,15 @@ namespace rlx::jit {
 
 namespace {
 
-bool fftw_takes(const ir::Graph&, const ir::Node& n) { return runtime::fftw_handles(n); }
+bool fftw_takes(const ir::Graph&, const ir::Node& n) { return fftw::fftw_handles(n); }
 
 std::vector<ir::NodeId> operands(const ir::Graph&, const ir::Node& n) { return n.inputs; }
 
 class FftwCall final : public LibraryCall {
 public:
-  explicit FftwCall(const ir::Node& n) : node_(n) { runtime::fftw_prepare(n); }
+  explicit FftwCall(const ir::Node& n) : node_(n) { fftw::fftw_prepare(n); }
   void run(const std::byte* const* reads, std::byte* out) const override {
-    runtime::fftw_run(node_, reads[0], out);
+    fftw::fftw_run(node_, reads[0], out);
   }
 
 private:

@@ -14,7 +14,7 @@ std::string host_cpu_name();
 int asmjit_add(int a, int b);
 } // namespace rlx::jit
 
-namespace rlx::runtime {
+namespace rlx::fftw {
 /// |FFT(x)| of a real signal via an FFTW r2c plan (n/2 + 1 bins).
 std::vector<float> fftw_magnitudes(const std::vector<float>& x);
-} // namespace rlx::runtime
+} // namespace rlx::fftw

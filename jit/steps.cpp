@@ -52,7 +52,7 @@ public:
     // Threads take whole 16-element blocks, so each range starts 64-byte aligned (f32) and
     // its vector stores do not split cache lines (and may stream, see lower_elementwise).
     constexpr int64_t kBlock = 16;
-    runtime::parallel_for(
+    threads::parallel_for(
         (n + kBlock - 1) / kBlock, kParallelGrain / kBlock,
         [&](int64_t b, int64_t e) { fn(bufs, b * kBlock, std::min(e * kBlock, n)); });
   }
@@ -87,7 +87,7 @@ public:
     s.args.push_back(s.result(step_.node));
     void* const* bufs = s.args.data();
     KernelFn fn = code_.fn;
-    runtime::parallel_for(rows_, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len_, 1)),
+    threads::parallel_for(rows_, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len_, 1)),
                           [&](int64_t b, int64_t e) { fn(bufs, b, e); });
   }
 

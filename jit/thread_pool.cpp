@@ -19,7 +19,7 @@
 
 namespace rlx {
 
-namespace runtime {
+namespace threads {
 
 int physical_cores() {
   // Distinct (physical id, core id) pairs of /proc/cpuinfo.
@@ -154,14 +154,14 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   pool().run(n, grain, fn);
 }
 
-} // namespace runtime
+} // namespace threads
 
-int num_threads() { return runtime::pool().threads(); }
+int num_threads() { return threads::pool().threads(); }
 
 void set_num_threads(int n) {
   if (n < 1 || n > 1024)
     fail(ErrorKind::Value, "set_num_threads: expected a number of threads in [1, 1024], got ", n);
-  runtime::pool().resize(n);
+  threads::pool().resize(n);
 }
 
 } // namespace rlx

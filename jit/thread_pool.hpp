@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace rlx::runtime {
+namespace rlx::threads {
 
 /// Run fn(begin, end) over [0, n) in chunks of at least `grain` elements on at most
 /// rlx::num_threads() threads (the caller is one of them); returns when every chunk is done.
@@ -16,4 +16,4 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 /// Physical cores of this machine (logical CPUs when the topology cannot be read).
 int physical_cores();
 
-} // namespace rlx::runtime
+} // namespace rlx::threads

@@ -14,10 +14,10 @@ TEST_CASE("deps: asmjit generates a working add kernel") {
 }
 
 TEST_CASE("deps: FFTW transforms an impulse into a flat spectrum") {
-  auto mags = rlx::runtime::fftw_magnitudes({1, 0, 0, 0, 0, 0, 0, 0});
+  auto mags = rlx::fftw::fftw_magnitudes({1, 0, 0, 0, 0, 0, 0, 0});
   REQUIRE(mags.size() == 5);
   for (float m : mags) CHECK(m == doctest::Approx(1.0f));
-  auto tone = rlx::runtime::fftw_magnitudes({1, 0, -1, 0, 1, 0, -1, 0});
+  auto tone = rlx::fftw::fftw_magnitudes({1, 0, -1, 0, 1, 0, -1, 0});
   CHECK(tone[2] == doctest::Approx(4.0f));
   CHECK(tone[0] == doctest::Approx(0.0f));
 }

@@ -414,24 +414,24 @@ TEST_CASE("the JIT plans each FFT shape once and reuses the plan") {
   const Buffer* leaves[] = {&in};
   auto exe = compile(g, Backend::Jit);
   exe->run(leaves);
-  int64_t made = runtime::fftw_plans_made();
+  int64_t made = fftw::fftw_plans_made();
   for (int i = 0; i < 3; ++i) exe->run(leaves);
   ir::Graph g2 = g; // the same shape in another executable
   g2.name = "plans2";
   compile(g2, Backend::Jit)->run(leaves);
-  CHECK(runtime::fftw_plans_made() == made);
+  CHECK(fftw::fftw_plans_made() == made);
   CHECK(exe->describe().find("fftw") != std::string::npos);
 }
 
 TEST_CASE("FFTW_MEASURE plans, on request, compute the same transform") {
-  runtime::set_fftw_measure(true);
+  fftw::set_fftw_measure(true);
   G g;
   NodeId x = g.in(load("fft_sizes", "x_100"));
-  int64_t before = runtime::fftw_plans_made();
+  int64_t before = fftw::fftw_plans_made();
   check(g, {g.g.fft_norm(x, true, FftNorm::Ortho)}, {load("fft_sizes", "want_100_inv_Ortho")}, kF64,
         "measured fft n=100");
-  runtime::set_fftw_measure(false);
-  CHECK(runtime::fftw_plans_made() == before + 1);
+  fftw::set_fftw_measure(false);
+  CHECK(fftw::fftw_plans_made() == before + 1);
 }
 
 TEST_CASE("threads compiling and running ffts of different shapes at once get correct results") {

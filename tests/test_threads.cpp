@@ -37,7 +37,7 @@ TEST_CASE("threads: parallel_for covers every index once and never exceeds the t
     std::atomic<int> active{0}, peak{0};
     std::mutex mu;
     std::set<std::thread::id> ids;
-    rlx::runtime::parallel_for(n, 1000, [&](int64_t b, int64_t e) {
+    rlx::threads::parallel_for(n, 1000, [&](int64_t b, int64_t e) {
       int now = ++active;
       int old = peak.load();
       while (now > old && !peak.compare_exchange_weak(old, now)) {
@@ -61,14 +61,14 @@ TEST_CASE("threads: parallel_for covers every index once and never exceeds the t
 TEST_CASE("threads: an exception in a chunk reaches the caller and the pool keeps working") {
   ThreadCount restore;
   rlx::set_num_threads(2);
-  CHECK_THROWS_WITH(rlx::runtime::parallel_for(10, 1,
+  CHECK_THROWS_WITH(rlx::threads::parallel_for(10, 1,
                                                [](int64_t b, int64_t) {
                                                  if (b == 0)
                                                    throw std::runtime_error("chunk failed");
                                                }),
                     "chunk failed");
   std::atomic<int64_t> sum{0};
-  rlx::runtime::parallel_for(1000, 10, [&](int64_t b, int64_t e) {
+  rlx::threads::parallel_for(1000, 10, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) sum += i;
   });
   CHECK(sum.load() == 999 * 1000 / 2);
@@ -78,7 +78,7 @@ TEST_CASE("threads: bad thread counts are rejected") {
   rlx::test::check_error([] { rlx::set_num_threads(0); }, rlx::ErrorKind::Value,
                          "set_num_threads: expected a number of threads in [1, 1024], got 0");
   CHECK(rlx::num_threads() >= 1);
-  CHECK(rlx::runtime::physical_cores() >= 1);
+  CHECK(rlx::threads::physical_cores() >= 1);
 }
 
 TEST_CASE("threads: a large fused kernel gives the same bits on one and on two threads") {

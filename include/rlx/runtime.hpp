@@ -123,6 +123,8 @@ struct CacheStats {
   // The JIT's native kernels (one per fused region), counted for the whole process:
   int64_t kernels_compiled{};   ///< optimized and compiled to machine code
   int64_t kernel_memory_hits{}; ///< already loaded in this process (the code is shared)
+  int64_t kernels_reused{};     ///< not even lowered again: a kernel with the same emission key
+                                ///< (everything its code depends on) is loaded (see jit.md)
   int64_t disk_hits{};          ///< loaded from the disk cache: nothing compiled
   int64_t disk_misses{};        ///< not on disk (compiled, then written there)
   int64_t disk_rejected{};      ///< entries found corrupt, truncated or foreign (recompiled)

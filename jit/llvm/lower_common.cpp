@@ -5,10 +5,18 @@
 // jit/llvm/jv.hpp) and held rounded to its dtype as the interpreter stores it.
 #include "llvm/lower_common.hpp"
 
+#include "debug.hpp"
 #include "ops/scalar.hpp"
+#include "llvm/session.hpp"
+
 #include "rlx/interp.hpp"
+#include "rlx/ir/lir.hpp"
+#include "rlx/ir/text.hpp"
 
 #include <llvm/IR/Function.h>
+
+#include <cstdlib>
+#include <string_view>
 
 namespace rlx::jit::ew {
 
@@ -201,6 +209,69 @@ RowLayout row_layout(const std::vector<ir::Shape>& operands, const ir::Shape& ou
   }
   for (C c : cls) layout.contiguous.push_back(c == C::Full);
   return layout;
+}
+
+std::string kernel_key(const ir::Graph& g, const ir::FusedKernel& k, bool sized) {
+  const int64_t numel = *k.shape.num_elements();
+  auto dtype = [](const ir::Shape& s) { return std::string(ir::dtype_name(s.dtype())); };
+  auto shape_text = [&](const ir::Shape& s) {
+    if (sized) return dtype(s) + ir::short_str(s);
+    int64_t n = *s.num_elements();
+    if (n == 1) return dtype(s) + "[one]";
+    if (n == numel) return dtype(s) + "[all]";
+    return dtype(s) + ir::short_str(s) + "->" + ir::short_str(k.shape);
+  };
+  std::string key = "out=" + shape_text(k.shape);
+  RowLayout layout = row_layout(k.read_shapes, k.shape);
+  std::unordered_map<uint32_t, std::string> ref; // node index -> "in<j>" or "n<p>"
+  for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+    std::string r = "in" + std::to_string(j);
+    ref.emplace(k.inputs[j].index, r);
+    key += " " + r + "=" + shape_text(k.read_shapes[j]) + (layout.contiguous[j] ? "c" : "b") +
+           dtype(g.shape(k.inputs[j]));
+    const ir::Node& src = g.node(k.buffers[j]);
+    if (inline_constant(src)) key += ":" + ir::op_to_text(src.op) + dtype(src.shape);
+  }
+  for (std::size_t p = 0; p < k.nodes.size(); ++p) {
+    const ir::Node& n = g.node(k.nodes[p]);
+    std::string r = "n" + std::to_string(p);
+    key += " " + r + "=" + ir::op_to_text(n.op) + dtype(n.shape) + "(";
+    for (ir::NodeId in : n.inputs) key += ref.at(in.index) + ",";
+    key += ")";
+    ref.emplace(n.id.index, r);
+  }
+  key += " ->";
+  for (ir::NodeId o : k.outputs) key += " " + ref.at(o.index);
+  return key;
+}
+
+NativeKernel lower_once(const std::string& key, const std::function<NativeKernel()>& lower,
+                        const std::function<void()>& on_reuse) {
+  DebugState debug = debug_state();
+  if (debug.dump_llvm || debug.dump_asm) return lower();
+  // RLX_REUSE_KERNELS=0 (read at each lowering) lowers every kernel: to rule a reused one out,
+  // and for benchmarks comparing both.
+  const char* env = std::getenv("RLX_REUSE_KERNELS");
+  if (env != nullptr && std::string_view(env) == "0") return lower();
+  std::optional<LoweredKernel> seen = find_lowered(key);
+  if (seen && !ir::plan_checks_enabled()) {
+    on_reuse();
+    note_reused(seen->record);
+    return NativeKernel{std::move(seen->code), reinterpret_cast<KernelFn>(seen->fn)};
+  }
+  NativeKernel out = lower();
+  void* fn = reinterpret_cast<void*>(out.fn);
+  if (!seen) {
+    remember_lowered(key, LoweredKernel{out.code, fn, last_compile()});
+    return out;
+  }
+  if (fn != seen->fn)
+    throw InternalError("jit: two kernels with one emission key got different code (the key "
+                        "misses something their lowering reads): " +
+                        key);
+  // The kernel the unchecked path returns, so the tests run what users run.
+  note_reused(seen->record);
+  return NativeKernel{std::move(seen->code), reinterpret_cast<KernelFn>(seen->fn)};
 }
 
 void eval_nodes(const ir::Graph& g, const ir::FusedKernel& k,

@@ -6,6 +6,8 @@
 #include "lower.hpp"
 #include "llvm/jv.hpp"
 
+#include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -36,6 +38,24 @@ struct RowLayout {
   std::vector<bool> contiguous; ///< per operand: stride 1 (else 0) along a row
 };
 RowLayout row_layout(const std::vector<ir::Shape>& operands, const ir::Shape& out);
+
+/// What a lowering reads of fused kernel k, as exact text, for emission keys (find_lowered in
+/// llvm/session.hpp): each operand's dtypes, layout along rows and inline constant, each node's
+/// op with its attributes, dtype and operands, the outputs. Shapes as broadcast_index and
+/// row_layout read them: with `sized`, every size; otherwise an operand with the kernel's
+/// element count or one element says just that (its index is the element's or 0), and the
+/// others give their shape and the kernel's.
+std::string kernel_key(const ir::Graph& g, const ir::FusedKernel& k, bool sized);
+
+/// The kernel whose emission key (see find_lowered) is `key`: the loaded one when a lowering
+/// with this key loaded code that is still loaded (then `on_reuse` runs, for the counters the
+/// lowering would have kept), else lower() and remember it. So a new size of a dynamic dim
+/// skips emitting and digesting the modules of its size-generic kernels. Not while RLX_DUMP
+/// writes LLVM IR or assembly (each kernel writes its files) or RLX_REUSE_KERNELS=0. Checked builds
+/// (ir::plan_checks_enabled: the tests) lower anyway and check that the code they get is the
+/// code the key found.
+NativeKernel lower_once(const std::string& key, const std::function<NativeKernel()>& lower,
+                        const std::function<void()>& on_reuse);
 
 /// The kernel's nodes evaluated in order on `values` (each operand's value as held for its
 /// dtype, by node index), in the current emission's lanes: adds every node's value.

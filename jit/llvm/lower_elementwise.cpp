@@ -287,14 +287,17 @@ ModuleBuilder emit_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
   return mb;
 }
 
-} // namespace
+/// Everything emit_elementwise reads of a kernel, as text (see find_lowered). A size-generic
+/// kernel (runtime_extent) reads of each operand only whether it has the output's elements or
+/// one, so one key serves every size of a dynamic dim; a kernel compiled for its sizes holds
+/// them all.
+std::string emission_key(const ir::Graph& g, const ir::FusedKernel& k, unsigned lanes) {
+  return "elementwise lanes=" + std::to_string(lanes) +
+         (k.runtime_extent ? " generic " : " sized ") + kernel_key(g, k, !k.runtime_extent);
+}
 
-NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
-                               const std::string& name) {
-  // Explicit vectors of the host's width, unless a node needs a math function that has no
-  // vector implementation (f64 transcendentals, sin, pow, ...): that kernel is emitted as scalar
-  // code, which the loop vectorizer widens where it can.
-  unsigned lanes = host_f32_lanes();
+NativeKernel emit_and_load(const ir::Graph& g, const ir::FusedKernel& k, const std::string& name,
+                           unsigned lanes) {
   bool generic = false;
   ModuleBuilder mb = emit_elementwise(g, k, name, lanes, false, generic);
   if (t_emit.scalarized) {
@@ -309,6 +312,22 @@ NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
   mb.fast_codegen = mb.passes == Passes::Straight && loop_body_size(*mb.module) > kSmallBody;
   count_extents(generic);
   return load_kernel(std::move(mb), name);
+}
+
+} // namespace
+
+NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
+                               const std::string& name) {
+  // Explicit vectors of the host's width, unless a node needs a math function that has no
+  // vector implementation (f64 transcendentals, sin, pow, ...): that kernel is emitted as scalar
+  // code, which the loop vectorizer widens where it can.
+  unsigned lanes = host_f32_lanes();
+  // A kernel lowered before with the same emission key has the same code (lower_once): not
+  // with streaming stores, whose choice reads the size.
+  if (streaming_enabled()) return emit_and_load(g, k, name, lanes);
+  return lower_once(
+      emission_key(g, k, lanes), [&] { return emit_and_load(g, k, name, lanes); },
+      [&] { count_extents(k.runtime_extent); });
 }
 
 } // namespace rlx::jit

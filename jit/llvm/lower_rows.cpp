@@ -17,6 +17,7 @@
 #include "llvm/session.hpp"
 
 #include "rlx/error.hpp"
+#include "rlx/ir/text.hpp"
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
@@ -221,12 +222,8 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
   };
 }
 
-} // namespace
-
-NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
-                       const ir::FusedKernel* prologue) {
-  int64_t len = row_len(g, n);
-  if (len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
+NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
+                      const ir::FusedKernel* prologue, int64_t len) {
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
@@ -338,6 +335,32 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
   b.CreateRetVoid();
   combine_quotients(*body_fn);
   return load_kernel(std::move(mb), name);
+}
+
+/// Everything emit_row reads, as text (see find_lowered): the op with its attributes, the
+/// dtypes, the row's length (the row count is the call's range) and the prologue.
+std::string emission_key(const ir::Graph& g, const ir::Node& n, const ir::FusedKernel* prologue,
+                         int64_t len) {
+  std::string key = "row " + ir::op_to_text(n.op) + std::string(ir::dtype_name(n.shape.dtype())) +
+                    " len=" + std::to_string(len) + " operands=";
+  for (ir::NodeId in : n.inputs) key += std::string(ir::dtype_name(g.shape(in).dtype())) + ",";
+  if (prologue) {
+    auto x = std::find(prologue->nodes.begin(), prologue->nodes.end(), n.inputs[0]);
+    key += " prologue x=n" + std::to_string(x - prologue->nodes.begin()) + " " +
+           ew::kernel_key(g, *prologue, /*sized=*/false);
+  }
+  return key;
+}
+
+} // namespace
+
+NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
+                       const ir::FusedKernel* prologue) {
+  int64_t len = row_len(g, n);
+  if (len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
+  return ew::lower_once(
+      emission_key(g, n, prologue, len), [&] { return emit_row(g, n, name, prologue, len); },
+      [] {});
 }
 
 } // namespace rlx::jit

@@ -34,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 
 namespace rlx::jit {
 
@@ -178,7 +179,7 @@ Session& session() {
 
 struct Counters {
   std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, disk_misses{0}, disk_rejected{0},
-      disk_write_errors{0}, generic{0}, specialized{0};
+      disk_write_errors{0}, reused{0}, generic{0}, specialized{0};
 };
 Counters& counters() {
   static Counters c;
@@ -410,11 +411,59 @@ const char* origin_name(CodeOrigin origin) {
 
 CompileRecord last_compile() { return t_last_compile; }
 
+namespace {
+
+struct LoweredEntry {
+  std::weak_ptr<const CompiledCode> code;
+  void* fn = nullptr;
+  CompileRecord record;
+};
+
+struct LoweredMap {
+  std::mutex mu;
+  std::unordered_map<std::string, LoweredEntry> entries;
+  std::size_t sweep_at = 256; ///< drop expired entries when the map grows past this
+};
+
+LoweredMap& lowered_map() {
+  static LoweredMap m;
+  return m;
+}
+
+} // namespace
+
+std::optional<LoweredKernel> find_lowered(const std::string& key) {
+  LoweredMap& m = lowered_map();
+  std::lock_guard lock(m.mu);
+  auto it = m.entries.find(key);
+  if (it == m.entries.end()) return std::nullopt;
+  std::shared_ptr<const CompiledCode> code = it->second.code.lock();
+  if (!code) {
+    m.entries.erase(it);
+    return std::nullopt;
+  }
+  return LoweredKernel{std::move(code), it->second.fn, it->second.record};
+}
+
+void remember_lowered(const std::string& key, const LoweredKernel& kernel) {
+  LoweredMap& m = lowered_map();
+  std::lock_guard lock(m.mu);
+  m.entries[key] = LoweredEntry{kernel.code, kernel.fn, kernel.record};
+  if (m.entries.size() < m.sweep_at) return;
+  std::erase_if(m.entries, [](const auto& e) { return e.second.code.expired(); });
+  m.sweep_at = std::max<std::size_t>(256, 2 * m.entries.size());
+}
+
+void note_reused(const CompileRecord& record) {
+  ++counters().reused;
+  t_last_compile = CompileRecord{CodeOrigin::Memory, record.symbol};
+}
+
 KernelCounters kernel_counters() {
   Counters& c = counters();
   return KernelCounters{c.compiled.load(),    c.memory_hits.load(),   c.disk_hits.load(),
                         c.disk_misses.load(), c.disk_rejected.load(), c.disk_write_errors.load(),
-                        c.generic.load(),     c.specialized.load()};
+                        c.reused.load(),      c.generic.load(),       c.specialized.load()};
 }
 
 void count_extents(bool generic) { ++(generic ? counters().generic : counters().specialized); }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -60,6 +61,22 @@ struct CompileRecord {
   std::string symbol; ///< the content-addressed name of the module's first function
 };
 CompileRecord last_compile();
+/// Lowered kernels by their emission key: a text holding everything a lowering reads that its
+/// module depends on (the kernel's ops, attributes, dtypes, operand layouts, the host's vector
+/// width), so equal keys mean equal modules and the same loaded code. A lowering that finds its
+/// key here skips the emission (see lower_elementwise). Entries hold the code weakly: they go
+/// when the code is unloaded.
+struct LoweredKernel {
+  std::shared_ptr<const CompiledCode> code;
+  void* fn = nullptr; ///< the entry point
+  CompileRecord record;
+};
+std::optional<LoweredKernel> find_lowered(const std::string& key);
+void remember_lowered(const std::string& key, const LoweredKernel& kernel);
+
+/// A kernel whose lowering was skipped (its code was loaded by an earlier lowering that made
+/// `record`): counted as KernelCounters::reused and reported by last_compile() as from memory.
+void note_reused(const CompileRecord& record);
 
 /// Process-wide kernel counters (never reset).
 struct KernelCounters {
@@ -69,6 +86,7 @@ struct KernelCounters {
   int64_t disk_misses = 0;   ///< modules not found on disk (then compiled and written)
   int64_t disk_rejected = 0; ///< disk entries found corrupt, truncated or foreign
   int64_t disk_write_errors = 0;
+  int64_t reused = 0;      ///< kernels whose lowering was skipped (an equal one is loaded)
   int64_t generic = 0;     ///< element-wise kernels lowered with a run-time length
   int64_t specialized = 0; ///< element-wise kernels lowered for fixed sizes
 };

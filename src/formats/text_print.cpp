@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <span>
 #include <sstream>
 
 namespace rlx::ir {
@@ -84,25 +85,32 @@ bool is_plain_name(std::string_view s) {
   return true;
 }
 
-void print_node(std::ostream& os, const Node& n) {
-  os << n.id << " = " << n.op.name() << '(';
+/// `name(operands..., key=value...)`: an op with `operands` printed as the node's inputs.
+void print_op(std::ostream& os, const Op& op, std::span<const NodeId> operands) {
+  os << op.name() << '(';
   bool first = true;
   auto sep = [&] {
     if (!first) os << ", ";
     first = false;
   };
-  auto fields = attrs_to_fields(n.op, /*omit_defaults=*/true);
+  auto fields = attrs_to_fields(op, /*omit_defaults=*/true);
   // A string field called `name` (leaf names) is positional and always printed.
-  for (const auto& [key, value] : attrs_to_fields(n.op, /*omit_defaults=*/false))
+  for (const auto& [key, value] : attrs_to_fields(op, /*omit_defaults=*/false))
     if (key == "name" && value.kind == AttrValue::Kind::String) sep(), os << quote_string(value.s);
-  for (NodeId in : n.inputs) sep(), os << in;
+  for (NodeId in : operands) sep(), os << in;
   for (const auto& [key, value] : fields) {
     if (key == "name" && value.kind == AttrValue::Kind::String) continue;
     sep();
     os << key << '=';
     print_value(os, value);
   }
-  os << ") : " << n.shape;
+  os << ')';
+}
+
+void print_node(std::ostream& os, const Node& n) {
+  os << n.id << " = ";
+  print_op(os, n.op, n.inputs);
+  os << " : " << n.shape;
   if (n.name) os << " #" << quote_string(*n.name);
 }
 
@@ -113,6 +121,12 @@ std::string graph_name_token(std::string_view name) {
 }
 
 } // namespace detail
+
+std::string op_to_text(const Op& op) {
+  std::ostringstream os;
+  detail::print_op(os, op, {});
+  return os.str();
+}
 
 std::string node_to_text(const Graph& g, NodeId id) {
   std::ostringstream os;

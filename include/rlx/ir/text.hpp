@@ -13,6 +13,9 @@ namespace rlx::ir {
 std::string to_text(const Graph& g);
 /// One node line without the leading indent, e.g. `%3 = add(%1, %2) : [4] f32`.
 std::string node_to_text(const Graph& g, NodeId id);
+/// An op with its attributes as a node line prints them, without operands: `add()`,
+/// `constant(value=0.5)`. Exact (equal texts, equal ops), as the text form is.
+std::string op_to_text(const Op& op);
 
 /// Parse the text form. Malformed input throws rlx::Error (ErrorKind::Parse) whose message
 /// starts with `<source>:<line>:<col>: `; it never crashes. Structure is checked (references,
