@@ -128,6 +128,27 @@ TEST_CASE("builders: a declared shape that disagrees with the operands is an err
                     ErrorKind::Type, "exp: needs a floating-point operand, got i32[3]");
 }
 
+TEST_CASE("builders: a fused residual norm whose residual or bias has another dtype than x is a "
+          "type error") {
+  // Regression: an i32 residual verified, then both backends rejected the graph at run time.
+  Graph g("bad");
+  auto x = g.input("x", Shape({2, 4}, DType::F32));
+  auto r = g.input("r", Shape({2, 4}, DType::I32));
+  auto gamma = g.input("gamma", Shape({4}, DType::F32));
+  auto beta = g.input("beta", Shape({4}, DType::F32));
+  test::check_error(
+      [&] {
+        g.fused_residual_ln(x, r, std::nullopt, gamma, beta, 1e-5f, Shape({2, 4}, DType::F32));
+      },
+      ErrorKind::Type,
+      "fused_residual_ln: the residual must have x's dtype, got f32[2,4], i32[2,4], f32[4], "
+      "f32[4]");
+  test::check_error(
+      [&] { g.fused_residual_rms_norm(x, x, r, gamma, beta, 1e-5f, Shape({2, 4}, DType::F32)); },
+      ErrorKind::Type, "fused_residual_rms_norm: the bias must have x's dtype");
+  CHECK(g.len() == 4); // nothing was appended
+}
+
 TEST_CASE("builders: bad node ids and arities are user errors, not crashes") {
   Graph g("bad");
   auto x = g.input("x", Shape({3}, DType::F32));

@@ -171,6 +171,11 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
       shape_error(op, in, "takes ", bias ? 5 : 4,
                   " inputs with has_bias=", bias ? "true" : "false");
     require_float(op, in, 0);
+    // x + residual [+ bias] is summed in x's dtype, as the add it replaces had it.
+    for (std::size_t i = 1; i < (bias ? 3u : 2u); ++i)
+      if (in[i].dtype() != x.dtype())
+        fail(ErrorKind::Type, op.name(), ": the ", i == 1 ? "residual" : "bias",
+             " must have x's dtype, got ", shapes_str(in));
     Shape s = broadcast_shapes(op.name(), x, in[1]);
     if (!shapes_compatible(s, x)) shape_error(op, in, "residual must broadcast to x");
     if (bias && !shapes_compatible(broadcast_shapes(op.name(), x, in[2]), x))
