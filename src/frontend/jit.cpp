@@ -47,7 +47,9 @@ struct JitCore::State {
   std::map<std::string, std::shared_ptr<Entry>> entries;
   std::shared_ptr<Entry> last;
   // The previous call's argument shapes (exact) and what they resolved to: a call with the same
-  // shapes skips the signature string, the map lookups and the binding.
+  // shapes skips the signature string, the map lookups and the binding. Under a plain mutex of
+  // its own, held for a few loads and never across user code (cheaper than the build lock).
+  std::mutex fast_mu;
   std::vector<int64_t> fast_shapes;
   std::shared_ptr<Entry> fast_entry;
   std::shared_ptr<const Executable> fast_exe;
@@ -207,7 +209,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     }
   };
   {
-    auto lock = st.lock_build();
+    std::lock_guard lock(st.fast_mu);
     if (st.fast_exe && std::ranges::equal(st.fast_shapes, exact.span())) {
       entry = st.fast_entry;
       exe = st.fast_exe;
@@ -217,7 +219,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     st.cache_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     resolve();
-    auto lock = st.lock_build();
+    std::lock_guard lock(st.fast_mu);
     st.fast_shapes.assign(exact.span().begin(), exact.span().end());
     st.fast_entry = entry;
     st.fast_exe = exe;
