@@ -6,7 +6,7 @@
 // RLX_CACHE_DIR is set to "off" so no on-disk kernel cache can serve a "cold" compile.
 #include "bench_util.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cstdio>
 #include <cstdlib>
