@@ -6,8 +6,6 @@
 #include "rlx/ir/text.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -30,16 +28,6 @@ std::string human_bytes(uint64_t b) {
 
 namespace {
 
-/// The shortest text that reads back as v (as the f32 or f64 it is).
-std::string number_text(double v, bool f32) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v))
-                 : std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
 /// A one-element constant as its number (`constant(0.125)`), not its bytes; other nodes as the
 /// text IR prints them.
 std::string inspect_line(const Graph& g, const Node& n) {
@@ -53,12 +41,12 @@ std::string inspect_line(const Graph& g, const Node& n) {
   DType dt = n.shape.dtype();
   if (dt == DType::C64) {
     std::complex<float> c = b.get_c64(0);
-    value =
-        number_text(c.real(), true) + (c.imag() < 0 ? "" : "+") + number_text(c.imag(), true) + "i";
+    value = detail::format_number(c.real(), true) + (c.imag() < 0 ? "" : "+") +
+            detail::format_number(c.imag(), true) + "i";
   } else if (dt == DType::Bool) {
     value = b.get_i64(0) != 0 ? "true" : "false";
   } else if (is_float(dt)) {
-    value = number_text(b.get_f64(0), dt != DType::F64);
+    value = detail::format_number(b.get_f64(0), dt != DType::F64);
   } else {
     value = std::to_string(b.get_i64(0));
   }

@@ -141,7 +141,7 @@ expect_ok "check --bind batch=3" check dynamic.rlx --bind batch=3
 expect_stdout_has "--bind specializes ?batch" '%0 = input("x") : [3, 3] f32'
 expect_ok "check --inspect stats.rlx" check --inspect stats.rlx
 expect_stdout_has "--inspect prints a scalar constant as its number" \
-  '%2 = constant(2) : [] f32 #"two"'
+  '%2 = constant(2.0) : [] f32 #"two"'
 expect_ok "check stats.rlx" check stats.rlx
 expect_stdout_has "the text IR keeps the constant's exact bytes" 'constant(data=x"00000040")'
 onnx_bert=$data/../../fixtures/onnx_bert/model.onnx
