@@ -63,10 +63,11 @@ options:
   --in NAME=PATH        feed the graph input NAME; repeatable
   --param NAME=PATH     feed the graph param NAME; repeatable
   --out DIR             where to write the outputs (required unless --stats or --time is given)
-  --random-inputs[=N]   instead of --in, feed every input (and every param without --param)
-                        with random values: floats uniform in [-1, 1), integers in [0, 10),
-                        bools 0/1. N (default 0) picks the values: the same N gives the same
-                        inputs on every machine. Dynamic dims need --bind SYMBOL=SIZE
+  --random-inputs[=N]   instead of --in, feed every input (and every param that no --param
+                        or ONNX initializer feeds) with random values: floats uniform in
+                        [-1, 1), integers in [0, 10), bools 0/1. N (default 0) picks the
+                        values: the same N gives the same inputs on every machine. Dynamic
+                        dims need --bind SYMBOL=SIZE
   --stats               print one line per output: min, max, mean and std (population) of its
                         non-NaN elements (of the real part for c64) and its NaN count:
                         out0 f32[2,4]: min -1 max 3 mean 0.5 std 1.25 nan 0
