@@ -7,8 +7,8 @@
 // bench/peers_bert.py; both print rows of the table "bert layer" (size = batch x sequence).
 #include "bench_util.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/passes.hpp>
-#include <rlx/rlx.hpp>
 
 #include <cmath>
 #include <map>

@@ -7,7 +7,7 @@
 // by more than kTolerance fails the run (exit 1), so the bench cannot time wrong code.
 #include "bench_util.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <Eigen/Core>
 

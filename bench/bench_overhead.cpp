@@ -12,7 +12,7 @@
 // RLX_CACHE_DIR is set to "off" so no on-disk kernel cache can serve a "cold" compile.
 #include "bench_util.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 #include <cstdio>

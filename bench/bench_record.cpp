@@ -8,7 +8,7 @@
 //   valgrind --tool=callgrind --toggle-collect='*run_row*' bench_record --only add --iterations K
 #include "bench_util.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -5,7 +5,7 @@
 // reference before it is timed. The Python peers (numpy, PyTorch) are bench/peers_rows.py.
 #include "bench_util.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <Eigen/Core>
 

@@ -1,6 +1,10 @@
 // examples/01_graph_basics.cpp -- lesson 1: build a graph, print it, parse it back, bind its
 // dynamic batch, verify it and write its JSON (the README's "A first graph").
-#include <rlx/rlx.hpp>
+#include <rlx/error.hpp>
+#include <rlx/ir/graph.hpp>
+#include <rlx/ir/json.hpp>
+#include <rlx/ir/text.hpp>
+#include <rlx/ir/verify.hpp>
 
 #include <iostream>
 

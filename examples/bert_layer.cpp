@@ -1,5 +1,5 @@
 // examples/bert_layer.cpp -- RLX's example: a BERT QKV projection, built and printed.
-#include <rlx/rlx.hpp>
+#include <rlx/ir/graph.hpp>
 
 #include <cassert>
 #include <iostream>

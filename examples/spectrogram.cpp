@@ -7,6 +7,7 @@
 // 40 triangular mel filters (HTK mel scale) made on the host; log10 of the filtered power,
 // floored at 1e-10. The chirp rises, so the loudest mel band of each frame must rise too: the
 // program prints where it starts and ends and whether it ever falls.
+#include <rlx/apply.hpp>
 #include <rlx/rlx.hpp>
 
 #include <algorithm>

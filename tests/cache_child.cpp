@@ -2,7 +2,7 @@
 // process: it computes one expression on the JIT (two fused kernels around a reduction) and on
 // the interpreter, and prints the kernel counters, whether both agree and a checksum of the
 // JIT's result bits, as `key=value` pairs on one line.
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 #include <cstdint>

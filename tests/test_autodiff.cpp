@@ -4,9 +4,9 @@
 #include "support/check_error.hpp"
 #include "support/random.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/autodiff.hpp>
 #include <rlx/backward_ops.hpp>
-#include <rlx/rlx.hpp>
 
 #include <cmath>
 #include <functional>

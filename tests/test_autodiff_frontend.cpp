@@ -4,7 +4,7 @@
 #include "support/check_error.hpp"
 #include "support/random.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 

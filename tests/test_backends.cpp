@@ -3,8 +3,8 @@
 #include "support/fixture_dirs.hpp"
 #include "support/random_graph.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/io/npy.hpp>
-#include <rlx/rlx.hpp>
 
 #include <doctest/doctest.h>
 

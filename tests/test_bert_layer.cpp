@@ -3,9 +3,9 @@
 // decomposed, and fused by the compile pipeline (on the interpreter and the JIT).
 #include "support/formula.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/io/npy.hpp>
 #include <rlx/passes.hpp>
-#include <rlx/rlx.hpp>
 
 #include <doctest/doctest.h>
 

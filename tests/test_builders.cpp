@@ -2,7 +2,7 @@
 // shape), the exact subgraph of the composite ones, interpolation numerics, and builder errors.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <bit>
 #include <cmath>

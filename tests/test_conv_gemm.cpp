@@ -1,7 +1,7 @@
 // tests/test_conv_gemm.cpp -- f32 convolutions on the JIT run as im2col and the generated GEMM
 // (passes::conv_as_matmul, run by rlx::compile for the JIT), and compute what the interpreter's
 // direct convolution computes: padding, strides, dilations, batches, 1x1 kernels, odd sizes.
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

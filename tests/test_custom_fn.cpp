@@ -5,8 +5,8 @@
 
 #include "ir/attr_value.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/autodiff.hpp>
-#include <rlx/rlx.hpp>
 
 #include <cmath>
 

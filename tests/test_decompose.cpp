@@ -3,8 +3,8 @@
 #include "support/check_error.hpp"
 #include "support/random.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/passes.hpp>
-#include <rlx/rlx.hpp>
 
 #include <cmath>
 #include <set>

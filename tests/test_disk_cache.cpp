@@ -2,7 +2,7 @@
 // writers) and its inspection hooks (RLX_LOG=compile, RLX_DUMP).
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // tests/test_dtype_shape.cpp -- DType facts, Dim/Shape printing and arithmetic, DimBinding.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 using namespace rlx;
 using namespace rlx::ir;

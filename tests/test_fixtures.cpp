@@ -2,8 +2,8 @@
 // references).
 #include "support/fixture_dirs.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/io/npy.hpp>
-#include <rlx/rlx.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // extracted without recursion, also on a thread with a 1 MiB stack.
 #include "frontend/impl.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

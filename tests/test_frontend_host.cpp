@@ -4,8 +4,8 @@
 #include "frontend/impl.hpp"
 #include "support/check_error.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/host.hpp>
-#include <rlx/rlx.hpp>
 
 #include <doctest/doctest.h>
 

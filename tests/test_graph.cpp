@@ -1,7 +1,7 @@
 // tests/test_graph.cpp -- RLX's Graph API: construction, queries, builders and their errors.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <sstream>
 

@@ -3,7 +3,7 @@
 // (tests/fixtures/make_llama.py), and the attention block against its primitives.
 #include "support/formula.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // and gather: hand-derived values, naive reference loops, dtypes, empty axes and error paths.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 #include <complex>

@@ -2,7 +2,7 @@
 // element-wise kernels against hand-derived values.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 #include <cstring>

@@ -3,8 +3,8 @@
 // written per output element, in long double where precision matters.
 #include "support/check_error.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/interp.hpp>
-#include <rlx/rlx.hpp>
 
 #include <cmath>
 #include <complex>

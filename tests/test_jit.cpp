@@ -1,7 +1,7 @@
 // tests/test_jit.cpp -- rlx::jit: tracing once per signature, dynamic dims, caching, threads.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

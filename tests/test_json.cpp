@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 #include <limits>

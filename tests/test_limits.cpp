@@ -3,10 +3,10 @@
 // through the Graph builder, the Tensor frontend or the text IR, on both backends where they run.
 #include "support/check_error.hpp"
 
+#include <rlx/all.hpp>
 #include <rlx/io/file.hpp>
 #include <rlx/io/npy.hpp>
 #include <rlx/memory.hpp>
-#include <rlx/rlx.hpp>
 
 #include <doctest/doctest.h>
 

@@ -4,7 +4,7 @@
 // interpreter computes; planning, checking and printing stay near-linear in the graph.
 #include "support/random_graph.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

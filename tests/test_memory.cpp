@@ -1,6 +1,6 @@
 // tests/test_memory.cpp -- tensor storage (rlx/memory.hpp): value semantics, alignment, and the
 // pool that hands large freed blocks out again.
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -4,7 +4,7 @@
 #include "support/pass_check.hpp"
 #include "support/random_graph.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 #include "support/compare.hpp"
 #include "support/random_graph.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

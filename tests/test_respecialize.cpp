@@ -3,7 +3,7 @@
 #include "support/compare.hpp"
 #include "support/random.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // tests/test_spectral.cpp -- the spectral and signal builders against numpy.fft / scipy.signal
 // (tests/fixtures/spectral/, written by tests/fixtures/make_spectral.py with the same
 // parameters as below), on the interpreter (our own double FFT) and on the JIT (FFTW).
+#include <rlx/all.hpp>
 #include <rlx/io/npy.hpp>
-#include <rlx/rlx.hpp>
 
 #include "../jit/fftw_kernels.hpp"
 

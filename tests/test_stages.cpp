@@ -2,7 +2,7 @@
 // export and element-wise regions.
 #include "support/random_graph.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

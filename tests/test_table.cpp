@@ -1,5 +1,5 @@
 // tests/test_table.cpp -- the op table is complete and consistent: names, families, enums, rules.
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

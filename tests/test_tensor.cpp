@@ -3,7 +3,7 @@
 
 #include "frontend/impl.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

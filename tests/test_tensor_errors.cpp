@@ -1,7 +1,7 @@
 // tests/test_tensor_errors.cpp -- frontend errors name the op, the shapes and the user's line.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 #include "support/all_ops.hpp"
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // tests/test_text_errors.cpp -- malformed text IR gives rlx::Error with line:column, never a crash.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <string>
 

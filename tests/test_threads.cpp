@@ -3,7 +3,7 @@
 
 #include "../jit/thread_pool.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

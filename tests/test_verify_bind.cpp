@@ -1,7 +1,7 @@
 // tests/test_verify_bind.cpp -- verify() finds each broken invariant; bind() specializes shapes.
 #include "support/check_error.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 using namespace rlx;
 using namespace rlx::ir;

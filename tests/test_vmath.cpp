@@ -2,7 +2,7 @@
 // (jit/llvm/vmath.cpp) against the interpreter, which computes them in double with libm and
 // rounds once (the correctly rounded result but for rare ties): a sweep over every binade,
 // subnormals and special values included, with the bounds vmath.cpp states.
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

@@ -13,16 +13,23 @@
 // rlx::Error naming the line of rlx::jit, not a deadlock.
 #pragma once
 
-#include "rlx/runtime.hpp"
+#include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+namespace rlx::ir {
+class Graph; // rlx/ir/graph.hpp: include it to call last_graph()
+}
 
 namespace rlx {
 
@@ -107,6 +114,9 @@ template <class A, class B> struct Outputs<std::pair<A, B>> {
 
 template <class> using AsTensor = Tensor;
 
+/// `x`, as an expression whose type depends on T (delays a template's use of incomplete types).
+template <class T, class X> const X& dependent_on(const X& x) { return x; }
+
 /// Whether F can be called with one Tensor per argument type A (each convertible to Tensor).
 template <class F, class... A>
 concept CallableOnTensors =
@@ -137,8 +147,11 @@ public:
   }
 
   JitStats stats() const { return core_->stats(); }
-  /// The symbolic graph traced for the most recent signature.
-  std::optional<ir::Graph> last_graph() const { return core_->last_graph(); }
+  /// The symbolic graph traced for the most recent signature (include rlx/ir/graph.hpp to call
+  /// it; the template parameter keeps ir::Graph incomplete for code that does not).
+  template <class G = ir::Graph> std::optional<G> last_graph() const {
+    return detail::dependent_on<G>(*core_).last_graph();
+  }
 
 private:
   F f_;

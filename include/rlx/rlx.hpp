@@ -1,28 +1,17 @@
-// include/rlx/rlx.hpp -- umbrella header.
+// include/rlx/rlx.hpp -- the everyday umbrella: numpy-like Tensor code, rlx::jit, the function
+// transforms (grad, value_and_grad, jvp, vmap), .npy files and the process-wide settings. It
+// parses none of the IR's internals, so it compiles about as fast as an Eigen hello-world
+// (docs/performance.md). The IR, passes, autodiff on graphs, executables and rlx::apply /
+// rlx::custom_fn are included explicitly (rlx/apply.hpp, rlx/runtime.hpp, rlx/ir/...), or all
+// at once with rlx/all.hpp.
 #pragma once
 
-#include "rlx/autodiff.hpp"
 #include "rlx/error.hpp"
 #include "rlx/grad.hpp"
 #include "rlx/host.hpp"
-#include "rlx/interp.hpp"
 #include "rlx/io/file.hpp"
 #include "rlx/io/npy.hpp"
-#include "rlx/ir/dot.hpp"
-#include "rlx/ir/dtype.hpp"
-#include "rlx/ir/graph.hpp"
-#include "rlx/ir/hir.hpp"
-#include "rlx/ir/infer.hpp"
-#include "rlx/ir/json.hpp"
-#include "rlx/ir/lir.hpp"
-#include "rlx/ir/module.hpp"
-#include "rlx/ir/node.hpp"
-#include "rlx/ir/op.hpp"
-#include "rlx/ir/shape.hpp"
-#include "rlx/ir/text.hpp"
-#include "rlx/ir/verify.hpp"
 #include "rlx/jit.hpp"
 #include "rlx/memory.hpp"
-#include "rlx/passes.hpp"
-#include "rlx/runtime.hpp"
+#include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"

@@ -5,18 +5,23 @@
 // when it is read (to_vector, item, data, printing, save_npy) or when rlx::eval is called. Every
 // entry point takes a trailing `Loc` that defaults to the caller's location: errors name the
 // user's line, also when they are found later, at materialization.
+//
+// This header names no Graph: recording ops with Graph builders (rlx::apply) and sub-graphs
+// (rlx::custom_fn) are in rlx/apply.hpp, so Tensor code does not parse the IR's internals.
 #pragma once
 
 #include "rlx/buffer.hpp"
 #include "rlx/error.hpp"
-#include "rlx/ir/graph.hpp"
+#include "rlx/ir/attr_enums.hpp"
+#include "rlx/ir/dtype.hpp"
+#include "rlx/ir/op_kind.hpp"
+#include "rlx/ir/shape.hpp"
 
 #include <array>
 #include <complex>
 #include <concepts>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -305,17 +310,6 @@ void eval(const Ts&... ts) {
   std::array<Tensor, sizeof...(Ts)> list{ts...};
   eval(std::span<const Tensor>(list));
 }
-
-/// Record a node built by any Graph builder: `build` receives a graph whose first node ids are
-/// the operands (in order) and returns the result node. Every node it appends becomes a lazy
-/// value at once (the graph hands them to a recorder, ir::NodeSink: len(), shape(id) and every
-/// builder work on it, node(id) does not); shape and dtype errors are thrown now, and a builder
-/// may not add Input or Param nodes. This is how every op below is written, and how user code
-/// reaches builders without a Tensor function.
-using BuildFn = std::function<ir::NodeId(ir::Graph&, std::span<const ir::NodeId>)>;
-Tensor apply(std::span<const Tensor> operands, const BuildFn& build, Loc loc = Loc::current());
-Tensor apply(std::initializer_list<Tensor> operands, const BuildFn& build,
-             Loc loc = Loc::current());
 
 // ---- Creation
 /// A 1-D tensor from values, or any sizes with `sizes`.
@@ -633,7 +627,7 @@ Tensor axial_rope2d(const Tensor& x, int64_t end_x, int64_t end_y, int64_t head_
                     Loc loc = Loc::current());
 
 // ---- Spectral and signal processing (the Graph builders of rlx/ir/graph.hpp reach the rest
-// through rlx::apply)
+// through rlx::apply, rlx/apply.hpp)
 /// FFT along the last axis: f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved.
 Tensor fft(const Tensor& x, bool inverse = false, ir::FftNorm norm = ir::FftNorm::Backward,
            Loc loc = Loc::current());
@@ -643,13 +637,5 @@ Tensor lfilter(const Tensor& x, const Tensor& b, const Tensor& a, Loc loc = Loc:
 Tensor conjugate(const Tensor& z, Loc loc = Loc::current());
 /// |z|^2 of a c64 tensor, as f32.
 Tensor complex_norm_sq(const Tensor& z, Loc loc = Loc::current());
-
-// ---- Sub-graphs
-/// Graph::custom_fn on tensors: fwd_body (one Input per tensor of `inputs`, in id order)
-/// applied to them, with optional override AD bodies that rlx::grad, value_and_grad and jvp use
-/// (conventions in rlx/ir/graph.hpp).
-Tensor custom_fn(std::span<const Tensor> inputs, ir::Graph fwd_body,
-                 std::optional<ir::Graph> vjp_body = std::nullopt,
-                 std::optional<ir::Graph> jvp_body = std::nullopt, Loc loc = Loc::current());
 
 } // namespace rlx

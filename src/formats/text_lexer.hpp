@@ -67,5 +67,8 @@ std::size_t utf8_sequence_length(std::string_view s);
 bool is_valid_utf8(std::string_view s);
 /// "..." with \" \\ \n \t \r and \xNN escapes (bytes of invalid UTF-8 and control characters).
 std::string quote_string(std::string_view s);
+/// The shortest text that reads back as v (as an f32 when `f32`), kept recognisable as a float:
+/// "1.0", "0.125", "nan", "-inf" (src/formats/text_print.cpp).
+std::string format_number(double v, bool f32);
 
 } // namespace rlx::ir::detail

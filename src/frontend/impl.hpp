@@ -3,7 +3,9 @@
 #pragma once
 
 #include "frontend/small_vec.hpp"
+#include "rlx/apply.hpp"
 #include "rlx/jit.hpp"
+#include "rlx/runtime.hpp"
 #include "rlx/tensor.hpp"
 
 #include <atomic>

@@ -1,6 +1,7 @@
 // src/frontend/ops.hpp -- small helpers shared by the frontend's op files.
 #pragma once
 
+#include "rlx/apply.hpp"
 #include "rlx/tensor.hpp"
 
 #include <string_view>

@@ -1,9 +1,12 @@
 // src/ir/inspect.cpp -- Graph::inspect: an annotated dump for people (not parsed back).
+#include "formats/text_lexer.hpp"
+#include "rlx/buffer.hpp"
 #include "rlx/ir/graph.hpp"
 #include "rlx/ir/lir.hpp"
 #include "rlx/ir/text.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -22,6 +25,38 @@ std::string human_bytes(uint64_t b) {
     os << b << " B";
   return os.str();
 }
+
+namespace {
+
+/// A one-element constant as its number (`constant(0.125)`), not its bytes; other nodes as the
+/// text IR prints them.
+std::string inspect_line(const Graph& g, const Node& n) {
+  std::optional<int64_t> numel = n.shape.num_elements();
+  if (n.op.kind() != OpKind::Constant || numel != 1) return node_to_text(g, n.id);
+  const Bytes& data = n.op.attrs<ConstantAttrs>().data;
+  Buffer b = Buffer::uninitialized(n.shape);
+  if (data.data.size() != b.bytes().size()) return node_to_text(g, n.id);
+  std::memcpy(b.bytes().data(), data.data.data(), data.data.size());
+  std::string value;
+  DType dt = n.shape.dtype();
+  if (dt == DType::C64) {
+    std::complex<float> c = b.get_c64(0);
+    value = detail::format_number(c.real(), true) + (c.imag() < 0 ? "" : "+") +
+            detail::format_number(c.imag(), true) + "i";
+  } else if (dt == DType::Bool) {
+    value = b.get_i64(0) != 0 ? "true" : "false";
+  } else if (is_float(dt)) {
+    value = detail::format_number(b.get_f64(0), dt != DType::F64);
+  } else {
+    value = std::to_string(b.get_i64(0));
+  }
+  std::ostringstream os;
+  os << n.id << " = constant(" << value << ") : " << n.shape;
+  if (n.name) os << " #" << detail::quote_string(*n.name);
+  return os.str();
+}
+
+} // namespace
 
 std::string Graph::inspect() const {
   std::ostringstream os;
@@ -59,7 +94,7 @@ std::string Graph::inspect() const {
     for (NodeId in : n.inputs) ++users[in.index];
   for (NodeId o : outputs) output[o.index] = 1;
   for (const Node& n : nodes_) {
-    std::string line = node_to_text(*this, n.id);
+    std::string line = inspect_line(*this, n);
     std::vector<std::string> tags;
     std::size_t users_n = users[n.id.index];
     bool is_out = output[n.id.index] != 0;

@@ -6,6 +6,7 @@
 #include "rlx/io/file.hpp"
 #include "rlx/onnx.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -51,6 +52,9 @@ public:
 private:
   void add_inputs();
   void map_node(const NodeDef& n);
+  /// Label the nodes made for `n`'s outputs with the ONNX node's name (`name:i` for output i > 0),
+  /// so dumps (rlx check --inspect) and errors read in the model's terms.
+  void label_outputs(const NodeDef& n, std::size_t mark);
 
   const ModelDef& m_;
   std::string source_;
@@ -325,8 +329,26 @@ void Importer::map_node(const NodeDef& n) {
       if (!n.outputs[i].empty() && !env_.contains(n.outputs[i]))
         fail(ErrorKind::Unsupported, "output ", i, " ('", n.outputs[i], "') is not supported");
   } catch (const Error& e) {
-    (void)mark;
     throw Error(e.kind(), where(n) + ": " + e.what());
+  }
+  label_outputs(n, mark);
+}
+
+void Importer::label_outputs(const NodeDef& n, std::size_t mark) {
+  if (n.name.empty()) return;
+  for (std::size_t i = 0; i < n.outputs.size(); ++i) {
+    auto e = env_.find(n.outputs[i]);
+    if (n.outputs[i].empty() || e == env_.end() || !e->second.node) continue;
+    // Only the nodes this ONNX node appended (an Identity's result is its operand's node), not
+    // params and inputs (named already; an initializer's Param is made by its first user), and
+    // not the graph's outputs, which run() names after their values (rlx run's file names).
+    NodeId id = *e->second.node;
+    bool graph_output = std::any_of(m_.graph.outputs.begin(), m_.graph.outputs.end(),
+                                    [&](const ValueDef& v) { return v.name == n.outputs[i]; });
+    ir::Node& node = graph_.node_mut(id);
+    if (id.index < mark || graph_output || node.name || ir::has_trait(node.op.kind(), ir::kFed))
+      continue;
+    node.name = i == 0 ? n.name : rlx::detail::cat(n.name, ":", i);
   }
 }
 

@@ -139,6 +139,21 @@ expect_ok "check --inspect" check --inspect dynamic.rlx
 expect_stdout_has "--inspect lists dynamic symbols" "dynamic symbols: ?batch"
 expect_ok "check --bind batch=3" check dynamic.rlx --bind batch=3
 expect_stdout_has "--bind specializes ?batch" '%0 = input("x") : [3, 3] f32'
+expect_ok "check --inspect stats.rlx" check --inspect stats.rlx
+expect_stdout_has "--inspect prints a scalar constant as its number" \
+  '%2 = constant(2.0) : [] f32 #"two"'
+expect_ok "check stats.rlx" check stats.rlx
+expect_stdout_has "the text IR keeps the constant's exact bytes" 'constant(data=x"00000040")'
+onnx_bert=$data/../../fixtures/onnx_bert/model.onnx
+expect_ok "check --inspect of an ONNX model" check --inspect "$onnx_bert"
+expect_stdout_has "--inspect labels an ONNX model's nodes with their ONNX node names" \
+  ' #"/self_attn/MatMul"'
+expect_stdout_has "... and its output with the output's value name" ' #"y"   // output'
+if grep -F 'param("self_attn.out_proj.bias")' "$tmp/stdout" | grep -qvF '#"'; then
+  ok "... but not a param its first user made (the initializer's name stays the only name)"
+else not_ok "... but not a param its first user made" "$(grep -F 'out_proj.bias' "$tmp/stdout")"; fi
+expect_stdout_has "--inspect prints an ONNX model's one-element constants as numbers" \
+  '= constant(-1) : [1] i64 #"/self_attn/Constant"'
 
 # ---- check --dot and --lir: Graphviz export and the plan the JIT runs
 expect_ok "check --dot mlp.rlx" check --dot mlp.rlx
@@ -190,6 +205,77 @@ expect_close "ints out0.npy equals numpy exactly" "$tmp/ints/out0.npy" ints_expe
   --rtol 0 --atol 0
 expect_close "ints a_b_a.npy (label a*b+a sanitized)" "$tmp/ints/a_b_a.npy" ints_expected.npy \
   --rtol 0 --atol 0
+
+# ---- run --stats, --random-inputs, --time (issue 22)
+expect_ok "run --stats without --out" run stats.rlx --in x=x_i32.npy --stats
+expect_stdout "--stats prints the known statistics of x = 0..5 and of sqrt(x - 2)" \
+  "out0 i32[2,3]: min 0 max 5 mean 2.5 std 1.70783 nan 0
+out1 f32[2,3]: min 0 max 1.73205 mean 1.03657 std 0.652327 nan 2"
+if [ ! -e "$data/out0.npy" ]; then ok "--stats without --out writes no file"; else
+  not_ok "--stats without --out writes no file"; fi
+expect_ok "run --stats with --out" run stats.rlx --in x=x_i32.npy --stats --out "$tmp/stats"
+expect_stdout_has "--stats with --out also writes the outputs" "out1 f32[2,3] -> $tmp/stats/out1.npy"
+expect_ok "run --random-inputs=7" run mlp.rlx --random-inputs=7 --out "$tmp/r7a"
+expect_ok "run --random-inputs=7 again" run mlp.rlx --random-inputs=7 --out "$tmp/r7b"
+expect_ok "run --random-inputs=8" run mlp.rlx --random-inputs=8 --out "$tmp/r8"
+expect_ok "run --random-inputs (no value)" run mlp.rlx --random-inputs --out "$tmp/r0"
+expect_ok "run --random-inputs=0" run mlp.rlx --random-inputs=0 --out "$tmp/r0b"
+if cmp -s "$tmp/r7a/out0.npy" "$tmp/r7b/out0.npy"; then
+  ok "--random-inputs with the same number gives identical outputs"
+else not_ok "--random-inputs with the same number gives identical outputs"; fi
+if ! cmp -s "$tmp/r7a/out0.npy" "$tmp/r8/out0.npy"; then
+  ok "--random-inputs with another number gives different outputs"
+else not_ok "--random-inputs with another number gives different outputs"; fi
+if cmp -s "$tmp/r0/out0.npy" "$tmp/r0b/out0.npy"; then ok "--random-inputs means --random-inputs=0"
+else not_ok "--random-inputs means --random-inputs=0"; fi
+expect_ok "run --random-inputs with a --param" run mlp.rlx --random-inputs=7 --param w=mlp_w.npy \
+  --param b=mlp_b.npy --out "$tmp/r7w"
+if ! cmp -s "$tmp/r7a/out0.npy" "$tmp/r7w/out0.npy"; then ok "--param overrides a random param"
+else not_ok "--param overrides a random param"; fi
+expect_ok "random integers: --stats of x itself" run stats.rlx --random-inputs=3 --stats
+if awk 'NR == 1 { exit !($4 >= 0 && $6 <= 9 && $6 > $4 && $12 == 0) }' "$tmp/stdout"; then
+  ok "random i32 inputs lie in [0, 10) and are not all equal"
+else not_ok "random i32 inputs lie in [0, 10) and are not all equal" "$(head -1 "$tmp/stdout")"; fi
+expect_ok "random floats: two_inputs.rlx with --bind" run two_inputs.rlx --random-inputs=1 \
+  --bind batch=500 --stats
+if awk 'NR == 1 { exit !($2 == "f32[500,3]:" && $4 >= -2 && $6 < 2 && $8 > -0.2 && $8 < 0.2) }' \
+  "$tmp/stdout"; then
+  ok "random f32 inputs lie in [-1, 1) with a mean near 0 (a + b of 1500 pairs)"
+else not_ok "random f32 inputs lie in [-1, 1) with a mean near 0" "$(head -1 "$tmp/stdout")"; fi
+expect_error "--random-inputs names an unbound dynamic dim" 1 \
+  'input "x" of graph @dynamic has the dynamic dim ?batch' run dynamic.rlx --random-inputs --stats
+if grep -qF -- "--bind batch=SIZE" "$tmp/stderr"; then ok "... and says how to bind it"; else
+  not_ok "... and says how to bind it"; fi
+expect_ok "--random-inputs with --bind batch=4" run dynamic.rlx --random-inputs --bind batch=4 \
+  --out "$tmp/rdyn"
+expect_stdout_has "the bound random run has 4 rows" "out0 f32[4,2] -> $tmp/rdyn/out0.npy"
+expect_error "--random-inputs with --in" 2 "cannot be combined with --in" run mlp.rlx \
+  --random-inputs --in x=mlp_x.npy --out "$tmp/e"
+expect_error "--random-inputs=abc" 2 "--random-inputs 'abc': expected an integer >= 0" run mlp.rlx \
+  --random-inputs=abc --out "$tmp/e"
+expect_error "--random-inputs= (empty)" 2 "--random-inputs needs a value after '='" run mlp.rlx \
+  --random-inputs= --out "$tmp/e"
+expect_ok "run --time --iterations 5 --warmup 2" run mlp.rlx "${mlp_feeds[@]}" --time \
+  --iterations 5 --warmup 2
+if awk '/^time: / { found = 1; gsub(",", ""); min = $3; med = $6; max = $9
+  ok = $3 ~ /^[0-9.e+-]+$/ && $6 ~ /^[0-9.e+-]+$/ && $9 ~ /^[0-9.e+-]+$/ && min + 0 <= med + 0 && med + 0 <= max + 0 && min + 0 >= 0 }
+  END { exit !(found && ok) }' "$tmp/stdout"; then
+  ok "--time prints three numbers, min <= median <= max"
+else not_ok "--time prints three numbers, min <= median <= max" "$(head -2 "$tmp/stdout")"; fi
+expect_stdout_has "--time names the counts" "(5 runs after 2 warm-up)"
+expect_ok "run --time --out still writes the outputs" run mlp.rlx "${mlp_feeds[@]}" --time \
+  --out "$tmp/timed"
+expect_stdout_has "--time defaults to 10 runs after 1 warm-up" "(10 runs after 1 warm-up)"
+expect_close "the timed run's output matches numpy" "$tmp/timed/out0.npy" mlp_expected.npy \
+  --rtol 1e-5 --atol 1e-6
+expect_error "--iterations 0" 2 "--iterations '0': expected an integer >= 1" run mlp.rlx \
+  "${mlp_feeds[@]}" --time --iterations 0
+expect_error "--warmup -1" 2 "--warmup '-1': expected an integer >= 0" run mlp.rlx \
+  "${mlp_feeds[@]}" --time --warmup=-1
+expect_error "--iterations without --time" 2 "--iterations needs --time" run mlp.rlx \
+  "${mlp_feeds[@]}" --iterations 3 --out "$tmp/e"
+expect_error "--stats takes no value" 2 "option --stats takes no value" run mlp.rlx \
+  "${mlp_feeds[@]}" --stats=yes
 
 # ---- compare itself
 expect_close "compare: a file is close to itself" mlp_x.npy mlp_x.npy --rtol 0 --atol 0

@@ -7,7 +7,7 @@
 #define DOCTEST_CONFIG_DISABLE
 #include "support/compare.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <cstdint>
 #include <cstdio>

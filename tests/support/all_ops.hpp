@@ -1,7 +1,7 @@
 // tests/support/all_ops.hpp -- a graph holding every op kind of the table (for round-trip tests).
 #pragma once
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <limits>
 

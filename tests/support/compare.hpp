@@ -1,7 +1,7 @@
 // tests/support/compare.hpp -- comparing two backends: tolerances, close(), the backend under test.
 #pragma once
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
 

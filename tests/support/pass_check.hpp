@@ -5,7 +5,7 @@
 
 #include "compare.hpp"
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <initializer_list>
 #include <optional>

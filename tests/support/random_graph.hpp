@@ -1,7 +1,7 @@
 // tests/support/random_graph.hpp -- a seeded generator of random values and random valid graphs.
 #pragma once
 
-#include <rlx/rlx.hpp>
+#include <rlx/all.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -15,8 +15,8 @@
 // atomic<T> for each T (3 s), atomic<long double>'s calling libatomic's __atomic_load_16.
 #pragma once
 
+#include <rlx/all.hpp>
 #include <rlx/host.hpp>
-#include <rlx/rlx.hpp>
 
 #include <array>
 #include <atomic>

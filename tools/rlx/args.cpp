@@ -63,6 +63,12 @@ ParsedArgs parse_args(std::span<const std::string> args, std::span<const OptionS
     if (spec == nullptr) throw UsageError("unknown option " + quoted(name));
     if (out.has(name) && !spec->repeatable)
       throw UsageError("option " + name + " is given more than once");
+    if (spec->optional_value) {
+      if (inline_value && inline_value->empty())
+        throw UsageError("option " + name + " needs a value after '='");
+      out.add(name, inline_value.value_or(""));
+      continue;
+    }
     if (!spec->takes_value) {
       if (inline_value) throw UsageError("option " + name + " takes no value");
       out.add(name, "");
@@ -94,6 +100,15 @@ int64_t parse_size(std::string_view option, std::string_view text) {
   if (ec != std::errc() || end != text.data() + text.size() || v < 0)
     throw UsageError(std::string(option) + " " + quoted(text) +
                      ": expected a non-negative integer size");
+  return v;
+}
+
+int64_t parse_count(std::string_view option, std::string_view text, int64_t min) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < min)
+    throw UsageError(std::string(option) + " " + quoted(text) +
+                     ": expected an integer >= " + std::to_string(min));
   return v;
 }
 

@@ -19,11 +19,13 @@ public:
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
 
-/// One option a command accepts, e.g. {"--in", true, true} (takes a value, may repeat).
+/// One option a command accepts, e.g. {"--in", true, true} (takes a value, may repeat). An
+/// option with `optional_value` takes a value only as `--opt=value`; alone its value is "".
 struct OptionSpec {
   std::string_view name;
   bool takes_value = false;
   bool repeatable = false;
+  bool optional_value = false;
 };
 
 /// A command line split into options (in order of appearance) and positional operands.
@@ -55,6 +57,9 @@ std::pair<std::string, std::string> split_assignment(std::string_view option, st
 
 /// A non-negative integer (the value of `option`); a UsageError otherwise.
 int64_t parse_size(std::string_view option, std::string_view text);
+
+/// An integer >= `min` (the value of `option`); a UsageError otherwise.
+int64_t parse_count(std::string_view option, std::string_view text, int64_t min);
 
 /// A finite non-negative number (the value of `option`); a UsageError otherwise.
 double parse_tolerance(std::string_view option, std::string_view text);

@@ -43,6 +43,8 @@ void check_dtype(const ir::Graph& g, const ir::Node& n, const Feed& f) {
 } // namespace
 
 std::string Feed::option() const {
+  if (preset && path == "<random>")
+    return detail::cat("--random-inputs (", kind_word(is_param), " ", name, ")");
   return detail::cat(is_param ? "--param " : "--in ", name, "=", path);
 }
 
@@ -151,6 +153,67 @@ ir::DimBinding infer_binding(const ir::Graph& g, std::span<const Feed* const> le
          " has dynamic dims that no fed tensor determines: ", unbound,
          "; pass --bind NAME=SIZE for each");
   return binding;
+}
+
+namespace {
+
+/// SplitMix64's finalizer: a well-mixed 64-bit function of its counter.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Uniform in [-1, 1) from 53 bits of `bits`.
+double unit(uint64_t bits) { return double(bits >> 11) * 0x1.0p-52 - 1.0; }
+
+Buffer random_buffer(const ir::Shape& shape, uint64_t key) {
+  Buffer b(shape);
+  const int64_t n = b.numel();
+  const ir::DType dt = shape.dtype();
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits = mix(key ^ mix(uint64_t(i)));
+    if (dt == ir::DType::C64)
+      b.set_c64(i, {float(unit(bits)), float(unit(mix(bits)))});
+    else if (dt == ir::DType::Bool)
+      b.set_i64(i, int64_t(bits >> 63));
+    else if (ir::is_float(dt))
+      b.set_f64(i, unit(bits));
+    else
+      b.set_i64(i, int64_t((bits >> 32) % 10));
+  }
+  return b;
+}
+
+} // namespace
+
+std::vector<Feed> random_feeds(const ir::Graph& g, std::span<const Feed> feeds,
+                               ir::DimBinding binding, uint64_t stream) {
+  if (!binding.get(ir::sym::kRows)) {
+    auto batch = binding.get(ir::sym::kBatch), seq = binding.get(ir::sym::kSeq);
+    if (batch && seq) binding.set(ir::sym::kRows, *batch * *seq);
+  }
+  std::vector<Feed> out;
+  uint64_t leaf = 0;
+  for (const ir::Node& n : g.nodes()) {
+    if (!is_leaf(n)) continue;
+    ++leaf;
+    bool fed = std::any_of(feeds.begin(), feeds.end(), [&](const Feed& f) {
+      return f.is_param == is_param(n) && f.name == leaf_name(n);
+    });
+    if (fed) continue;
+    ir::Shape shape = n.shape.bind(binding);
+    for (const ir::Dim& d : shape.dims())
+      if (d.is_dynamic())
+        fail(ErrorKind::Bind, "--random-inputs: ", leaf_str(g, n), " has the dynamic dim ",
+             symbol_str(d.symbol()), " (", ir::short_str(n.shape), "); give its size with --bind ",
+             symbol_str(d.symbol()).substr(1), "=SIZE");
+    // One stream per leaf (by position), so adding a leaf does not change the others' values.
+    Buffer values = random_buffer(shape, mix(stream) ^ mix(leaf << 32));
+    out.push_back(Feed{is_param(n), leaf_name(n), "<random>", std::move(values), true});
+  }
+  return out;
 }
 
 void check_feeds(const ir::Graph& g, std::span<const Feed* const> leaves) {

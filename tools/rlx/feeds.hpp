@@ -5,6 +5,7 @@
 #include <rlx/ir/graph.hpp>
 #include <rlx/ir/shape.hpp>
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,14 @@ void load_feeds(const ir::Graph& g, std::span<Feed> feeds);
 /// or a symbol stays unbound.
 ir::DimBinding infer_binding(const ir::Graph& g, std::span<const Feed* const> leaves,
                              ir::DimBinding binding);
+
+/// A feed for every Input of `g`, and every Param no feed in `feeds` names, holding values from a
+/// counter-based generator: the same `stream` gives the same values on every machine (floats
+/// uniform in [-1, 1), integers in [0, 10), bools 0 or 1; complex: both parts as floats). Dynamic
+/// dims take their sizes from `binding` (with ?rows = ?batch * ?seq when only that is missing);
+/// an rlx::Error (ErrorKind::Bind) names a leaf and its dim when one is unbound.
+std::vector<Feed> random_feeds(const ir::Graph& g, std::span<const Feed> feeds,
+                               ir::DimBinding binding, uint64_t stream);
 
 /// Check every feed's dtype and shape against its leaf in the bound graph `g`.
 void check_feeds(const ir::Graph& g, std::span<const Feed* const> leaves);

@@ -32,7 +32,9 @@ ends in .onnx; '-' reads standard input), verify it and print it as text IR on s
 
 options:
   --json                print the graph as JSON instead
-  --inspect             print the annotated dump (Graph::inspect) instead
+  --inspect             print the annotated dump (Graph::inspect) instead: users, outputs,
+                        source lines; one-element constants as numbers; an ONNX model's nodes
+                        labelled with their ONNX node names
   --dot                 print a Graphviz DOT graph instead (the JIT's fused steps as clusters;
                         render with `dot -Tsvg`)
   --lir                 run the compile pipeline and print the plan the JIT runs: its steps
@@ -46,6 +48,7 @@ options:
 constexpr std::string_view kRun =
     R"(usage: rlx run FILE --out DIR [--in NAME=X.npy ...] [--param NAME=W.npy ...]
                       [--backend interp|jit] [--bind SYMBOL=SIZE ...]
+       rlx run FILE --random-inputs[=N] [--stats] [--time [--iterations N] [--warmup K]] ...
 
 Run the graph in FILE (text IR, JSON or an .onnx model) on tensors read from .npy files. Every
 graph input needs one --in and every param one --param, with the exact dtype and shape (f32 data
@@ -59,7 +62,19 @@ missing. One line per output is printed: out0 f32[2,3] -> DIR/out0.npy
 options:
   --in NAME=PATH        feed the graph input NAME; repeatable
   --param NAME=PATH     feed the graph param NAME; repeatable
-  --out DIR             where to write the outputs (required)
+  --out DIR             where to write the outputs (required unless --stats or --time is given)
+  --random-inputs[=N]   instead of --in, feed every input (and every param that no --param
+                        or ONNX initializer feeds) with random values: floats uniform in
+                        [-1, 1), integers in [0, 10), bools 0/1. N (default 0) picks the
+                        values: the same N gives the same inputs on every machine. Dynamic
+                        dims need --bind SYMBOL=SIZE
+  --stats               print one line per output: min, max, mean and std (population) of its
+                        non-NaN elements (of the real part for c64) and its NaN count:
+                        out0 f32[2,4]: min -1 max 3 mean 0.5 std 1.25 nan 0
+  --time                run the compiled graph K + N times and print the wall time of the last N:
+                        time: min 0.01 ms, median 0.012 ms, max 0.02 ms (N runs after K warm-up)
+  --iterations N        timed runs of --time (N >= 1, default 10)
+  --warmup K            untimed runs of --time before them (default 1)
   --backend B           interp (the reference interpreter) or jit (native code); default:
                         $RLX_BACKEND, else jit
   --bind SYMBOL=SIZE    bind a dynamic dim explicitly; repeatable
