@@ -301,7 +301,8 @@ traced(rlx::ones({3}))
 
 def inline_vars(repl, include_dir):
     """Every namespace-scope inline variable of rlx's headers links in a cell (clang 19 does not
-    emit one from the PCH; value_print.cpp must define each)."""
+    emit one from the PCH; rlx-repl defines each, listed by tools/repl/inline_vars.sh from
+    clang's AST). The headers are scanned here independently of that list."""
     names = []
     for root, _, files in os.walk(include_dir):
         for name in sorted(files):
@@ -315,14 +316,17 @@ def inline_vars(repl, include_dir):
                         namespaces.append(m.group(1))
                     elif re.match(r"\} // namespace", line) and namespaces:
                         namespaces.pop()
-                    m = re.match(r"inline constexpr [\w:<>, ]+? (\w+)(\[\])? *(=|\{)", line)
-                    if m and namespaces:
-                        names.append("::".join(namespaces) + "::" + m.group(1))
+                    # At namespace scope (not indented): any of inline, constexpr, const,
+                    # thread_local in any order, one of them inline, then a type and a name.
+                    m = re.match(r"((?:inline|constexpr|const|thread_local) )+([\w:<>, ]+?) "
+                                 r"(\w+)(\[\])? *(=|\{|;)", line)
+                    if m and "inline" in line[:m.end(1)] and namespaces:
+                        names.append("::".join(namespaces) + "::" + m.group(3))
     check(len(names) >= 10, f"found only {len(names)} inline variables in {include_dir}")
     cells = "".join(f"const auto& inline_variable_{i} = {n};\n" for i, n in enumerate(names))
     code, out, err = run(repl, stdin=cells + 'std::puts("all linked");\n')
     check(code == 0 and out == "all linked\n",
-          f"inline variables that do not link (add them to value_print.cpp):\n{err}")
+          f"inline variables that do not link (tools/repl/inline_vars.sh missed them):\n{err}")
     print(f"{len(names)} inline variables of rlx's headers link in a cell")
 
 
