@@ -10,6 +10,7 @@
 #include "interpreter.hpp"
 
 #include "cells.hpp"
+#include "crash_guard.hpp"
 #include "png.hpp"
 #include "rlx_repl_prelude.hpp"
 
@@ -31,10 +32,6 @@ namespace rlx::kernel {
 
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
-
-extern "C" void rlx_kernel_on_interrupt(int) { g_interrupted = 1; }
-
 sigset_t only_sigint() {
   sigset_t s;
   sigemptyset(&s);
@@ -42,24 +39,15 @@ sigset_t only_sigint() {
   return s;
 }
 
-/// SIGINT handled (it sets g_interrupted between rlx-repl's cells) for the life of the object.
-class TakeInterrupts {
-public:
-  TakeInterrupts() {
-    g_interrupted = 0;
-    struct sigaction sa{};
-    sa.sa_handler = rlx_kernel_on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_);
+/// SIGINT unblocked for the life of the object, then blocked and ignored again.
+struct InterruptsTaken {
+  InterruptsTaken() {
     sigset_t s = only_sigint();
     pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
   }
-  ~TakeInterrupts() { ignore_interrupts_between_cells(); }
-  TakeInterrupts(const TakeInterrupts&) = delete;
-  TakeInterrupts& operator=(const TakeInterrupts&) = delete;
-
-private:
-  struct sigaction old_{};
+  ~InterruptsTaken() { ignore_interrupts_between_cells(); }
+  InterruptsTaken(const InterruptsTaken&) = delete;
+  InterruptsTaken& operator=(const InterruptsTaken&) = delete;
 };
 
 /// The byte offset of code point `n` in UTF-8 `text` (Jupyter counts cursors in code points).
@@ -87,18 +75,6 @@ nl::json error_reply(const std::string& ename, const std::string& evalue,
   reply["evalue"] = evalue;
   reply["traceback"] = traceback;
   return reply;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t nl = text.find('\n', at);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(at, nl - at));
-    at = nl + 1;
-  }
-  return lines;
 }
 
 } // namespace
@@ -131,13 +107,11 @@ nl::json Interpreter::report_failure(const std::string& where) {
   std::vector<std::string> traceback;
   if (ename == "CompileError" && evalue.empty()) {
     // clang's diagnostics, printed on stderr by the session: the first error is the value.
-    traceback = lines_of(err);
-    for (const std::string& line : traceback)
-      if (line.find("error: ") != std::string::npos) {
-        evalue = line.substr(line.find("error: ") + 7);
-        break;
-      }
-    if (evalue.empty()) evalue = "the cell does not compile";
+    if (!err.empty() && err.back() == '\n') err.pop_back();
+    traceback.push_back(err);
+    std::size_t at = err.find("error: ");
+    evalue = at == std::string::npos ? "the cell does not compile"
+                                     : err.substr(at + 7, err.find('\n', at) - at - 7);
   } else {
     if (!err.empty()) publish_stream("stderr", err);
     traceback.push_back(where + ": " + (f.printed.empty() ? ename + ": " + evalue : f.printed));
@@ -183,10 +157,11 @@ nl::json Interpreter::execute_request_impl(int execution_counter, const std::str
 
   nl::json reply = xeus::create_successful_reply();
   {
-    TakeInterrupts interrupts;
+    InterruptsTaken taken;
+    repl::InterruptCounter presses; // between the cells (each cell takes SIGINT while it runs)
     for (const repl::InputCell& cell : cells) {
       std::string where = source + ":" + std::to_string(cell.line);
-      if (g_interrupted) { // Ctrl-C between two of the notebook cell's cells
+      if (presses.pressed()) { // Ctrl-C between two of the notebook cell's cells
         flush_streams();
         std::string message = "the notebook cell was interrupted before its line " +
                               std::to_string(cell.line) + "; the rest was not run";
@@ -234,9 +209,10 @@ nl::json Interpreter::inspect_request_impl(const std::string&, int, int) {
 }
 
 nl::json Interpreter::is_complete_request_impl(const std::string& code) {
-  repl::CellSplitter cell;
-  for (const std::string& line : lines_of(code)) cell.add_line(line);
-  if (cell.complete()) return xeus::create_is_complete_reply("complete");
+  std::string unclosed;
+  int line = 0;
+  repl::split_cells(code, unclosed, line);
+  if (unclosed.empty()) return xeus::create_is_complete_reply("complete");
   return xeus::create_is_complete_reply("incomplete", "  ");
 }
 
