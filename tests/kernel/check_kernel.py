@@ -15,17 +15,11 @@ import tempfile
 import time
 import base64
 
+# fail() and check() as the REPL's tests report: one "FAILED: ..." line, exit status 1.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "repl"))
+from check_repl import check, fail  # noqa: E402
+
 TIMEOUT = 120
-
-
-def fail(message):
-    print("FAILED: " + message)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
 
 
 def use_kernelspec(kernel_json, tmp):
