@@ -2,11 +2,13 @@
 // from an atomic counter, and the caller joins in.
 #include "thread_pool.hpp"
 
+#include "rlx/host.hpp"
 #include "rlx/runtime.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -38,6 +40,10 @@ int physical_cores() {
 
 namespace {
 
+/// Whether this thread waits for a job of the pool's: the job's chunks run on other threads and
+/// read its frames (abandon_is_safe). Read by signal handlers.
+thread_local volatile std::sig_atomic_t t_in_job = 0;
+
 class Pool {
 public:
   explicit Pool(int threads) { resize(threads); }
@@ -60,12 +66,17 @@ public:
       fn(0, n);
       return;
     }
+    struct InJob {
+      InJob() { t_in_job = 1; }
+      ~InJob() { t_in_job = 0; }
+    } in_job;
     {
       std::lock_guard lock(mu_);
       fn_ = &fn;
       n_ = n;
       chunks_ = chunks;
       next_.store(0);
+      stop_.store(false);
       done_ = 0;
       error_ = nullptr;
       ++generation_;
@@ -86,7 +97,12 @@ private:
       int64_t begin = n_ * c / chunks_, end = n_ * (c + 1) / chunks_;
       std::exception_ptr err;
       try {
-        (*fn_)(begin, end);
+        // A safe point per chunk: after an interrupt request the job's chunks are skipped.
+        if (!stop_.load() && interrupt_requested()) {
+          stop_.store(true);
+          detail::check_interrupt("a parallel step");
+        }
+        if (!stop_.load()) (*fn_)(begin, end);
       } catch (...) {
         err = std::current_exception();
       }
@@ -129,6 +145,7 @@ private:
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunks_ = 0, done_ = 0;
   std::atomic<int64_t> next_{0};
+  std::atomic<bool> stop_{false}; ///< an interrupt was seen: the remaining chunks are skipped
   std::exception_ptr error_;
 };
 
@@ -157,6 +174,8 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 } // namespace threads
 
 int num_threads() { return threads::pool().threads(); }
+
+bool abandon_is_safe() noexcept { return runtime::t_in_job == 0; }
 
 void set_num_threads(int n) {
   if (n < 1 || n > 1024)

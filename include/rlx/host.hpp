@@ -21,6 +21,13 @@ bool interrupt_requested() noexcept;
 /// the thread's tracing state, so later calls work instead of hanging.
 void frames_abandoned() noexcept;
 
+/// Whether the calling thread's frames may be abandoned now without leaving other threads
+/// working on them: false while it waits for a job on rlx's thread pool (a parallel step, whose
+/// chunks run on the pool's threads and read the job's frames). Async-signal-safe. A host that
+/// abandons a cell on an interrupt waits until it is true: after an interrupt request the job's
+/// threads skip their remaining chunks, so it ends when the chunks in flight do.
+bool abandon_is_safe() noexcept;
+
 namespace detail {
 /// Throw rlx::Error (ErrorKind::Interrupted) naming `where` if an interrupt is pending.
 void check_interrupt(std::string_view where);

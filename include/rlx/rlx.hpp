@@ -6,6 +6,7 @@
 // at once with rlx/all.hpp.
 #pragma once
 
+#include "rlx/display.hpp"
 #include "rlx/error.hpp"
 #include "rlx/grad.hpp"
 #include "rlx/host.hpp"

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 TIMEOUT = 120
 
@@ -252,7 +253,13 @@ std::puts("twice"); std::fflush(stdout); for (volatile int spin = 0; ; spin = sp
 kept + 3
 namespace never_parsed { int x = }
 kept + 4
+Tensor big_m = rlx::rand({3000, 3000}); big_m.sum().item<float>() > 0
+std::puts("parallel"); std::fflush(stdout); big_m.matmul(big_m).matmul(big_m).matmul(big_m).matmul(big_m).sum()
+std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+rlx::set_num_threads(rlx::num_threads()); (big_m * 0.f).sum()
+kept + 5
 """
+    os.environ["RLX_NUM_THREADS"] = "4"  # the GEMMs run on the pool even on a small machine
     with tempfile.TemporaryDirectory() as d:
         r = Running(repl, script, d)
         r.wait_for("looping")
@@ -268,17 +275,30 @@ kept + 4
         r.interrupt()  # the second Ctrl-C abandons the loop at once
         r.wait_for(f"{r.path}:6: error: the cell was interrupted (Ctrl-C) and abandoned")
         r.wait_for("8\n")
-        import time
         time.sleep(1.0)  # clang is now parsing the namespace that never ends
         r.interrupt()
         r.wait_for(f"{r.path}:8: error: the cell was interrupted (Ctrl-C) before it ran; "
                    "it was not run")
         r.wait_for("9\n")
+        # Ctrl-C twice during a parallel step (GEMMs on rlx's thread pool): the pool's threads
+        # read the cell's frames, so the cell ends when the chunks in flight do, and parallel
+        # work, resizing the pool and earlier definitions work after it (the session crashed).
+        # When the first Ctrl-C ends the cell at once, the second reaches the cell after it,
+        # which sleeps shorter than the grace period and prints nothing.
+        r.wait_for("true\n")
+        r.wait_for("parallel")
+        time.sleep(0.3)
+        r.interrupt()
+        time.sleep(0.1)
+        r.interrupt()
+        r.wait_for(f"{r.path}:11: ")
+        r.wait_for("tensor(0., f32[])\n")
+        r.wait_for("10\n")
         code, rest = r.finish()
         check(code == 1, f"exit code {code} after interrupted cells, expected 1")
         check("error" not in rest, f"more after the last cell: {rest!r}")
-    print("Ctrl-C interrupted four cells (abandoned, rlx safe point, twice, while parsing); "
-          "the session went on with its definitions")
+    print("Ctrl-C interrupted five cells (abandoned, rlx safe point, twice, while parsing, "
+          "in a parallel step); the session went on with its definitions")
 
 
 def jit_crash(repl):
@@ -301,7 +321,8 @@ traced(rlx::ones({3}))
 
 def inline_vars(repl, include_dir):
     """Every namespace-scope inline variable of rlx's headers links in a cell (clang 19 does not
-    emit one from the PCH; value_print.cpp must define each)."""
+    emit one from the PCH; rlx-repl defines each, listed by tools/repl/inline_vars.sh from
+    clang's AST). The headers are scanned here independently of that list."""
     names = []
     for root, _, files in os.walk(include_dir):
         for name in sorted(files):
@@ -315,14 +336,17 @@ def inline_vars(repl, include_dir):
                         namespaces.append(m.group(1))
                     elif re.match(r"\} // namespace", line) and namespaces:
                         namespaces.pop()
-                    m = re.match(r"inline constexpr [\w:<>, ]+? (\w+)(\[\])? *(=|\{)", line)
-                    if m and namespaces:
-                        names.append("::".join(namespaces) + "::" + m.group(1))
+                    # At namespace scope (not indented): any of inline, constexpr, const,
+                    # thread_local in any order, one of them inline, then a type and a name.
+                    m = re.match(r"((?:inline|constexpr|const|thread_local) )+([\w:<>, ]+?) "
+                                 r"(\w+)(\[\])? *(=|\{|;)", line)
+                    if m and "inline" in line[:m.end(1)] and namespaces:
+                        names.append("::".join(namespaces) + "::" + m.group(3))
     check(len(names) >= 10, f"found only {len(names)} inline variables in {include_dir}")
     cells = "".join(f"const auto& inline_variable_{i} = {n};\n" for i, n in enumerate(names))
     code, out, err = run(repl, stdin=cells + 'std::puts("all linked");\n')
     check(code == 0 and out == "all linked\n",
-          f"inline variables that do not link (add them to value_print.cpp):\n{err}")
+          f"inline variables that do not link (tools/repl/inline_vars.sh missed them):\n{err}")
     print(f"{len(names)} inline variables of rlx's headers link in a cell")
 
 

@@ -96,6 +96,28 @@ TEST_CASE("Tab completes a member of a variable defined in an earlier cell: x.su
   CHECK(session().run_cell("x = Tensor();", "<test>", 2));
 }
 
+TEST_CASE("Tab completes a qualified name: rlx::ara gives arange") {
+  std::vector<std::string> names = session().complete("auto r = rlx::ara");
+  CHECK(has(names, "arange"));
+  for (const std::string& n : names) CHECK(n.starts_with("ara"));
+}
+
+TEST_CASE("a failed cell says why: its exception's type and message, or the kind of failure") {
+  CHECK_FALSE(session().run_cell("rlx::ones({2, 3}) + rlx::ones({4})", "<test>", 4));
+  CHECK(session().last_failure().name == "rlx::Error");
+  CHECK(session().last_failure().message.find("[2,3]") != std::string::npos);
+  CHECK(session().last_failure().printed.starts_with("rlx::Error: "));
+  CHECK_FALSE(session().run_cell("std::vector<int>().at(3)", "<test>", 5));
+  CHECK(session().last_failure().name == "std::out_of_range");
+  CHECK_FALSE(session().run_cell("throw 7;", "<test>", 6));
+  CHECK(session().last_failure().name == "int");
+  CHECK(session().last_failure().printed == "exception of type int");
+  CHECK_FALSE(session().run_cell("int broken = not_declared_here;", "<test>", 7));
+  CHECK(session().last_failure().name == "CompileError");
+  CHECK(session().run_cell("int fine = 1;", "<test>", 8));
+  CHECK(session().last_failure().name.empty());
+}
+
 TEST_CASE("Tab completion uses the lines of the cell typed so far") {
   std::vector<std::string> names = session().complete("Tensor twice(Tensor t) {\n  return t.resh");
   CHECK(has(names, "reshape"));

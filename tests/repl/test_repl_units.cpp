@@ -154,6 +154,37 @@ TEST_CASE("meta commands start with a colon and a letter; :: is C++") {
   CHECK_FALSE(is_meta_command("x ? 1 : 2"));
 }
 
+TEST_CASE("a notebook cell's text is cut into cells, each with its first line") {
+  std::string unclosed;
+  int unclosed_line = 0;
+  std::vector<InputCell> cells =
+      split_cells("int a = 1;\n\n// a comment\nvoid f()\n{\n  a = 2;\n}\n"
+                  ":timing on\nf(); a\n",
+                  unclosed, unclosed_line);
+  REQUIRE(cells.size() == 4);
+  CHECK(cells[0].text == "int a = 1;");
+  CHECK(cells[0].line == 1);
+  CHECK(cells[1].text == "void f()\n{\n  a = 2;\n}"); // the comment alone was a blank cell
+  CHECK(cells[1].line == 4);
+  CHECK(cells[2].meta);
+  CHECK(cells[2].text == ":timing on");
+  CHECK(cells[2].line == 8);
+  CHECK(cells[3].text == "f(); a");
+  CHECK(cells[3].line == 9);
+  CHECK(unclosed.empty());
+}
+
+TEST_CASE("a notebook cell that ends inside a cell says what is open and where it began") {
+  std::string unclosed;
+  int unclosed_line = 0;
+  std::vector<InputCell> cells =
+      split_cells("int b = 2;\nint g() {\n  return b;", unclosed, unclosed_line);
+  REQUIRE(cells.size() == 1);
+  CHECK(cells[0].text == "int b = 2;");
+  CHECK(unclosed == "'{' opened on line 1 of the cell is not closed");
+  CHECK(unclosed_line == 2);
+}
+
 TEST_CASE("values print as rlx and Python would print them") {
   CHECK(repr(rlx::tensor({1.f, 2.5f})) == "tensor([1.0000, 2.5000], f32[2])");
   CHECK(repr(42) == "42");

@@ -237,6 +237,49 @@ CellShape shape_of(std::string_view cell) {
 
 } // namespace
 
+std::vector<InputCell> split_cells(std::string_view text, std::string& unclosed,
+                                   int& unclosed_line) {
+  std::vector<std::string_view> lines;
+  for (std::size_t at = 0; at <= text.size();) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  if (!lines.empty() && lines.back().empty()) lines.pop_back(); // the text's last newline
+  std::vector<InputCell> cells;
+  CellSplitter cell;
+  int first_line = 1;
+  unclosed.clear();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    int line_no = int(i) + 1;
+    bool fresh = cell.blank() && cell.complete();
+    if (fresh && is_meta_command(lines[i])) {
+      cell.clear();
+      cells.push_back({std::string(trim(lines[i])), line_no, true});
+      continue;
+    }
+    if (fresh) {
+      cell.clear();
+      first_line = line_no;
+    }
+    cell.add_line(lines[i]);
+    if (!cell.complete()) continue;
+    if (cell.blank()) {
+      cell.clear();
+      continue;
+    }
+    if (i + 1 < lines.size() && trim(lines[i + 1]).starts_with("{")) continue;
+    cells.push_back({cell.text(), first_line, false});
+    cell.clear();
+  }
+  if (!cell.complete()) {
+    unclosed = cell.unclosed();
+    unclosed_line = first_line;
+  }
+  return cells;
+}
+
 CellPlan plan_cell(std::string_view cell) {
   CellShape sh = shape_of(cell);
   CellPlan plan{std::string(cell), ""};

@@ -55,6 +55,21 @@ private:
   bool directive_ = false; ///< the last line was a preprocessor line ending in a backslash
 };
 
+/// One cell of a text cut as rlx-repl cuts a script: its text, its first line in the text
+/// (1-based), and whether it is a meta command (`:timing on`).
+struct InputCell {
+  std::string text;
+  int line = 1;
+  bool meta = false;
+};
+/// Cut `text` (a notebook cell, a script) into the cells rlx-repl runs one by one: a line
+/// starting with `{` continues the cell before it (Allman style), blank and comment-only cells
+/// are dropped. When the text ends inside a cell, that cell is not returned and `unclosed` says
+/// what is open (see CellSplitter::unclosed) with `unclosed_line` its first line; else
+/// `unclosed` is cleared.
+std::vector<InputCell> split_cells(std::string_view text, std::string& unclosed,
+                                   int& unclosed_line);
+
 /// How a complete cell runs: `statements` as written, then, when the cell ends with an
 /// expression (no `;`, not an assignment, not a preprocessor line), that expression is printed.
 struct CellPlan {

@@ -59,11 +59,11 @@ extern "C" void rlx_repl_on_crash(int sig) {
   raise(sig);
 }
 
-void arm_grace_timer() {
+void arm_timer(double seconds) {
   if (!g_have_timer) return;
   itimerspec when{};
-  when.it_value.tv_sec = time_t(g_grace);
-  when.it_value.tv_nsec = long((g_grace - double(time_t(g_grace))) * 1e9);
+  when.it_value.tv_sec = time_t(seconds);
+  when.it_value.tv_nsec = long((seconds - double(time_t(seconds))) * 1e9);
   if (when.it_value.tv_sec == 0 && when.it_value.tv_nsec == 0) when.it_value.tv_nsec = 1;
   timer_settime(g_timer, 0, &when, nullptr);
 }
@@ -74,19 +74,31 @@ void disarm_grace_timer() {
   timer_settime(g_timer, 0, &never, nullptr);
 }
 
+/// Abandon the cell, unless rlx's thread pool runs a job of the cell's: its threads read the
+/// cell's frames, so the jump waits (rechecked every 50 ms) until the job ends, which it does
+/// at its chunks' end since an interrupt is requested.
+void abandon_when_safe() {
+  if (rlx::abandon_is_safe()) siglongjmp(*g_jump, kInterruptCode);
+  rlx::request_interrupt();
+  arm_timer(0.05);
+}
+
 extern "C" void rlx_repl_on_interrupt(int sig, siginfo_t* info, void*) {
   if (g_jump == nullptr) return;
   if (!on_cell_thread()) { // the kernel chose another thread for the terminal's signal
     pthread_kill(g_cell_thread, sig);
     return;
   }
-  if (info != nullptr && info->si_code == SI_TIMER) siglongjmp(*g_jump, kInterruptCode);
+  if (info != nullptr && info->si_code == SI_TIMER) {
+    abandon_when_safe();
+    return;
+  }
   g_presses = g_presses + 1;
   if (g_presses == 1) {
     rlx::request_interrupt(); // rlx stops at its next safe point and throws
-    arm_grace_timer();        // C++ that never reaches one is abandoned after the grace period
+    arm_timer(g_grace);       // C++ that never reaches one is abandoned after the grace period
   } else {
-    siglongjmp(*g_jump, kInterruptCode);
+    abandon_when_safe();
   }
 }
 

@@ -110,30 +110,15 @@ int run(const std::vector<std::string>& args) {
   bool interactive = !options.file && isatty(0) && isatty(1);
 
   SessionOptions so;
-  bool pch = uses_pch(options);
-  so.compiler_args = compiler_args(options, pch);
   so.timing = options.timing;
   so.sandbox = options.sandbox;
   so.parse_timeout = options.parse_timeout;
   std::unique_ptr<Session> session;
   try {
-    session = std::make_unique<Session>(so);
+    session = start_session(options, so);
   } catch (const std::exception& e) {
-    if (!pch) {
-      std::fprintf(stderr, "rlx-repl: cannot start: %s\n", e.what());
-      return 2;
-    }
-    std::fprintf(stderr,
-                 "rlx-repl: the precompiled prelude does not load (%s); parsing the "
-                 "headers instead\n",
-                 e.what());
-    so.compiler_args = compiler_args(options, false);
-    try {
-      session = std::make_unique<Session>(so);
-    } catch (const std::exception& e2) {
-      std::fprintf(stderr, "rlx-repl: cannot start: %s\n", e2.what());
-      return 2;
-    }
+    std::fprintf(stderr, "rlx-repl: cannot start: %s\n", e.what());
+    return 2;
   }
   if (interactive && !options.quiet)
     std::printf("rlx-repl %s (clang %s, started in %.0f ms). :help for help, :quit to leave.\n",

@@ -25,6 +25,7 @@
 #include <concepts>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <map>
@@ -55,8 +56,12 @@ template <class T> Shown<T> operator,(T&& value, NoValue) {
 }
 
 // ---- Compiled into rlx-repl (value_print.cpp).
-/// Write `text` and a newline to stdout, flushed.
+/// Print a value's text: to the sink a host installed (rlx-kernel: an execute_result), else
+/// `text` and a newline on stdout, flushed.
 void print_line(std::string_view text);
+/// What print_line calls instead of writing to stdout; `{}` removes it. Returns the previous one.
+using ValueSink = std::function<void(std::string_view)>;
+ValueSink set_value_sink(ValueSink sink);
 /// A string literal of `s` between `delimiter`s, escaping the delimiter, backslashes and
 /// control characters as C++ would.
 std::string quote(std::string_view s, char delimiter = '"');

@@ -51,19 +51,22 @@ std::string demangle_words(const std::string& text) {
   return out;
 }
 
-/// The message for the exception being handled (call inside a catch block).
-std::string current_exception_message() {
+/// The failure for the exception being handled (call inside a catch block).
+Failure current_exception_failure() {
   try {
     throw;
   } catch (const rlx::Error& e) {
-    return std::string("rlx::Error: ") + e.what();
+    return {"rlx::Error", e.what(), std::string("rlx::Error: ") + e.what()};
   } catch (const rlx::InternalError& e) {
-    return std::string("rlx::InternalError (a bug in rlx, please report it): ") + e.what();
+    return {"rlx::InternalError", e.what(),
+            std::string("rlx::InternalError (a bug in rlx, please report it): ") + e.what()};
   } catch (const std::exception& e) {
-    return "exception " + demangle(typeid(e).name()) + ": " + e.what();
+    std::string type = demangle(typeid(e).name());
+    return {type, e.what(), "exception " + type + ": " + e.what()};
   } catch (...) {
     std::type_info* t = abi::__cxa_current_exception_type();
-    return "exception of type " + (t ? demangle(t->name()) : std::string("<unknown>"));
+    std::string type = t ? demangle(t->name()) : std::string("<unknown>");
+    return {type, "", "exception of type " + type};
   }
 }
 
@@ -112,6 +115,22 @@ std::string plural(int64_t n, const char* what) {
 }
 
 } // namespace
+
+std::unique_ptr<Session> start_session(const Options& options, SessionOptions so) {
+  bool pch = uses_pch(options);
+  so.compiler_args = compiler_args(options, pch);
+  try {
+    return std::make_unique<Session>(so);
+  } catch (const std::exception& e) {
+    if (!pch) throw;
+    std::fprintf(stderr,
+                 "rlx-repl: the precompiled prelude does not load (%s); parsing the headers "
+                 "instead\n",
+                 e.what());
+  }
+  so.compiler_args = compiler_args(options, false);
+  return std::make_unique<Session>(so);
+}
 
 std::string meta_help() {
   return R"(Type C++ (C++20). rlx is included and `using namespace rlx;` is in effect.
@@ -164,10 +183,16 @@ Session::~Session() {
   flush_output();
 }
 
-void Session::fail(const std::string& message) {
+void Session::fail(const std::string& name, const std::string& message) {
+  fail(Failure{name, message, message});
+}
+
+void Session::fail(const Failure& failure) {
   ++failures_;
+  last_failure_ = failure;
   flush_output();
-  if (!message.empty()) std::fputs((where_ + ": " + message + "\n").c_str(), stderr);
+  if (!failure.printed.empty() && options_.print_failures)
+    std::fputs((where_ + ": " + failure.printed + "\n").c_str(), stderr);
   std::fflush(stderr);
 }
 
@@ -189,7 +214,7 @@ Session::Checked Session::check(const std::string& code, bool quiet, double& ms)
   return Checked::Failed;
 }
 
-bool Session::execute(std::string& message) {
+bool Session::execute(Failure& failure) {
   const char* half_done = "; the session goes on, but what the cell was changing may be left "
                           "half done";
   try {
@@ -197,27 +222,31 @@ bool Session::execute(std::string& message) {
     bool executed = true;
     Guarded g = run_guarded([&] { executed = engine_->execute(error); }, options_.interrupt_grace);
     if (g.kind == Guarded::Kind::Interrupted) {
-      message = "error: the cell was interrupted (Ctrl-C) and abandoned" + std::string(half_done);
+      std::string message =
+          "error: the cell was interrupted (Ctrl-C) and abandoned" + std::string(half_done);
+      failure = {"Interrupted", message, message};
       return false;
     }
     if (g.kind == Guarded::Kind::Crashed) {
       std::string sig = "signal " + std::to_string(g.signal) + ", " + strsignal(g.signal);
       if (g.other_thread) sig += ", on another thread, which is stopped for good";
+      std::string message;
       if (!g.terminate.empty())
         message =
             "error: the cell called std::terminate (" + sig + ") while handling " + g.terminate;
       else
         message = "error: the cell crashed (" + sig + ")";
-      message += half_done;
+      failure = {"Crash", message + half_done, message + half_done};
       return false;
     }
     if (!executed) {
       if (sandbox_) sandbox_->reset(); // the cell was undone here, not in the copy
-      message = "error: the cell does not link: " + demangle_words(error);
+      std::string message = "error: the cell does not link: " + demangle_words(error);
+      failure = {"LinkError", message, message};
       return false;
     }
   } catch (...) {
-    message = current_exception_message();
+    failure = current_exception_failure();
     return false;
   }
   return true;
@@ -225,6 +254,7 @@ bool Session::execute(std::string& message) {
 
 bool Session::run_cell(const std::string& cell, const std::string& source, int line) {
   ++cells_;
+  last_failure_ = {};
   where_ = source + ":" + std::to_string(line);
   // Ctrl-C while clang checks or parses the cell: the cell is not run.
   InterruptCounter presses;
@@ -249,7 +279,7 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
                           plan.expression + "\n), ::rlx::repl::NoValue{})); } " + show + "();";
     Checked c = check(wrapped, /*quiet=*/true, check_ms);
     if (c == Checked::Interrupted) {
-      fail(not_run);
+      fail("Interrupted", not_run);
       return false;
     }
     if (c == Checked::Parsed) {
@@ -261,7 +291,10 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
     std::string plain = header + wrap_lambda_statements(terminated(body), next_wrapper_);
     Checked c = check(plain, /*quiet=*/false, check_ms);
     if (c != Checked::Parsed) {
-      fail(c == Checked::Interrupted ? not_run : "");
+      if (c == Checked::Interrupted)
+        fail("Interrupted", not_run);
+      else
+        fail("CompileError", "");
       return false;
     }
     code = std::move(plain);
@@ -272,7 +305,7 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
     bool ok = engine_->parse(code, /*quiet=*/true);
     parse_ms = ms_since(t0);
     if (!ok) { // the copy accepted it: clang is not deterministic here
-      fail("error: the cell parsed in the sandbox but not in the session");
+      fail("CompileError", "error: the cell parsed in the sandbox but not in the session");
       return false;
     }
   }
@@ -280,20 +313,20 @@ bool Session::run_cell(const std::string& cell, const std::string& source, int l
     std::string error;
     if (sandbox_) sandbox_->reset(); // the copy keeps the cell
     if (!engine_->discard(error)) {
-      fail(std::string(not_run) + "; clang could not drop it: " + error);
+      fail("Interrupted", std::string(not_run) + "; clang could not drop it: " + error);
       return false;
     }
-    fail(not_run);
+    fail("Interrupted", not_run);
     return false;
   }
 
   CacheStats before = cache_stats();
   auto t0 = Clock::now();
-  std::string message;
-  bool ok = execute(message);
+  Failure failure;
+  bool ok = execute(failure);
   double exec_ms = ms_since(t0);
   flush_output();
-  if (!ok) fail(message);
+  if (!ok) fail(failure);
   if (options_.timing) {
     CacheStats after = cache_stats();
     double compile = after.compile_ms - before.compile_ms;
@@ -344,10 +377,11 @@ std::vector<std::string> Session::complete(const std::string& code) {
 void Session::report_unclosed(const std::string& source, int line, const std::string& what) {
   ++cells_;
   where_ = source + ":" + std::to_string(line);
-  fail("error: the input ended inside a cell: " + what + "; the cell was not run");
+  fail("CompileError", "error: the input ended inside a cell: " + what + "; the cell was not run");
 }
 
 Next Session::run_meta(const std::string& text, const std::string& source, int line) {
+  last_failure_ = {};
   where_ = source + ":" + std::to_string(line);
   std::string_view t = trim(text);
   std::string_view name = t.substr(0, t.find_first_of(" \t"));
@@ -360,7 +394,7 @@ Next Session::run_meta(const std::string& text, const std::string& source, int l
     if (arg == "on" || arg == "off") {
       options_.timing = arg == "on";
     } else if (!arg.empty()) {
-      fail("error: :timing takes on or off, not '" + std::string(arg) + "'");
+      fail("CommandError", "error: :timing takes on or off, not '" + std::string(arg) + "'");
       return Next::Continue;
     }
     std::printf("timing is %s\n", options_.timing ? "on" : "off");
@@ -374,7 +408,8 @@ Next Session::run_meta(const std::string& text, const std::string& source, int l
                   exe->describe().c_str());
     }
   } else {
-    fail("error: unknown command " + std::string(name) + " (:help lists the commands)");
+    fail("CommandError",
+         "error: unknown command " + std::string(name) + " (:help lists the commands)");
   }
   flush_output();
   return Next::Continue;

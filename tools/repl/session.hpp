@@ -3,6 +3,7 @@
 
 #include "crash_guard.hpp"
 #include "engine.hpp"
+#include "options.hpp"
 #include "sandbox.hpp"
 
 #include <memory>
@@ -17,6 +18,17 @@ struct SessionOptions {
   bool sandbox = true;                    ///< parse each cell in a forked copy first
   double parse_timeout = 30;              ///< seconds a cell's parse may take in the copy
   double interrupt_grace = 2;             ///< seconds from Ctrl-C until a running cell is abandoned
+  bool print_failures = true; ///< print each failure on stderr (rlx-kernel reports them itself)
+};
+
+/// Why the last cell failed: `name` is the kind ("CompileError", "Interrupted", "Crash",
+/// "LinkError", "CommandError") or the type of the exception the cell threw ("rlx::Error",
+/// "std::out_of_range", ...), `message` its text (empty for a compile error: clang printed the
+/// errors on stderr) and `printed` the line rlx-repl prints after the cell's source and line.
+struct Failure {
+  std::string name;
+  std::string message;
+  std::string printed;
 };
 
 /// What a meta command asks of the input loop.
@@ -41,6 +53,8 @@ public:
   /// Report a cell cut off by the end of input (counted as a failure).
   void report_unclosed(const std::string& source, int line, const std::string& what);
 
+  /// The failure of the last cell or command (empty names when it succeeded).
+  const Failure& last_failure() const { return last_failure_; }
   int cells() const { return cells_; }
   int failures() const { return failures_; }
   double startup_ms() const { return startup_ms_; }
@@ -50,8 +64,9 @@ private:
   /// Parse `code` in the sandbox (or here without it, where Ctrl-C cannot stop it).
   Checked check(const std::string& code, bool quiet, double& ms);
   /// Run the parsed cell under the crash guard; false (and the message) when it failed.
-  bool execute(std::string& message);
-  void fail(const std::string& message);
+  bool execute(Failure& failure);
+  void fail(const std::string& name, const std::string& message);
+  void fail(const Failure& failure);
 
   SessionOptions options_;
   std::unique_ptr<Engine> engine_;
@@ -59,10 +74,16 @@ private:
   std::string where_; ///< "source:line" of the cell being run, the prefix of its errors
   InterruptCounter* presses_ = nullptr; ///< Ctrl-C while the cell is checked and parsed
   int next_wrapper_ = 0;                ///< numbers the functions cells' statements are wrapped in
+  Failure last_failure_;
   int cells_ = 0;
   int failures_ = 0;
   double startup_ms_ = 0;
 };
+
+/// A session for the command line `options` with `so`'s other settings (its compiler_args are
+/// set here): the precompiled prelude when it applies; when it does not load, a warning on
+/// stderr and the headers parsed instead. Throws std::runtime_error when no session starts.
+std::unique_ptr<Session> start_session(const Options& options, SessionOptions so);
 
 /// The text of `:help`.
 std::string meta_help();

@@ -8,47 +8,19 @@
 namespace rlx::repl {
 
 namespace {
-
-// rlx's namespace-scope inline variables, ODR-used here so that rlx-repl defines and exports
-// them: clang 19's incremental code generation never emits an inline variable that comes from
-// the PCH, so a cell taking one by reference (`x.index({rlx::all, 0})`, `std::max(kRows, n)`)
-// would not link. tests/repl (check_repl.py inline-vars) fails when one is missing here.
-[[gnu::used]] const void* const kInlineVariables[] = {
-    &rlx::all,
-    &rlx::newaxis,
-    &ir::detail::kAttrIndex,
-    &ir::kNumOps,
-    &ir::kNone,
-    &ir::kPure,
-    &ir::kCommutative,
-    &ir::kBoolResult,
-    &ir::kNonDifferentiable,
-    &ir::kLeaf,
-    &ir::kView,
-    &ir::kSideEffect,
-    &ir::kIntegerOk,
-    &ir::kFed,
-    &ir::kComposite,
-    &ir::kLinear,
-    &ir::kZeroGrad,
-    &ir::kNoKernel,
-    &ir::kMaxTensorBytes,
-    &io::kMaxFileBytes,
-    &ir::kOpInfo,
-    &ir::kNumDTypes,
-    &ir::detail::kDTypeInfo,
-    &ir::sym::kBatch,
-    &ir::sym::kSeq,
-    &ir::sym::kRows,
-    &ir::sym::kPastSeq,
-    &ir::kMaxDimSize,
-    &ir::kInf,
-    &passes::kPasses,
-};
-
+ValueSink g_value_sink;
 } // namespace
 
+ValueSink set_value_sink(ValueSink sink) {
+  std::swap(g_value_sink, sink);
+  return sink;
+}
+
 void print_line(std::string_view text) {
+  if (g_value_sink) {
+    g_value_sink(text);
+    return;
+  }
   std::fflush(stdout);
   std::string line(text);
   line += '\n';
