@@ -93,8 +93,43 @@ test)
 bench)
   exec bench/run "${@:2}"
   ;;
+deb)
+  # build-deb/rlx_<version>_<arch>.deb: librlx, librlx-onnx, headers, rlx.pc, the CMake package,
+  # the tools and the docs under /usr; Depends names the Debian packages of the libraries the
+  # installed binaries load (and, for rlx-repl, clang's headers and libstdc++'s).
+  install_missing
+  configure build-deb --prefix=/usr -Dbuildtype=release -Dtests=disabled -Dexamples=disabled
+  meson compile -C build-deb
+  stage=build-deb/stage
+  rm -rf "$stage"
+  meson install -C build-deb --no-rebuild --quiet --destdir stage
+  version=$(meson introspect build-deb --projectinfo |
+    /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+  arch=$(dpkg --print-architecture)
+  libdir=$(dirname "$(find "$stage" -name 'librlx.so.*' | head -1)")
+  deps=$(find "$stage" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \
+           'head -c 4 "$1" | grep -q ELF && LD_LIBRARY_PATH="$2" ldd "$1"' _ {} "$libdir" \; |
+         awk '$3 ~ /^\// {print $3}' | grep -v "^$PWD/$stage" | sort -u |
+         xargs -r realpath | xargs -r dpkg -S 2>/dev/null | cut -d: -f1 | sort -u |
+         paste -sd, | sed 's/,/, /g')
+  mkdir -p "$stage/DEBIAN"
+  cat >"$stage/DEBIAN/control" <<EOF
+Package: rlx
+Version: $version
+Architecture: $arch
+Maintainer: rlx developers <rlx@localhost>
+Section: libdevel
+Priority: optional
+Depends: $deps, libclang-common-19-dev, libstdc++-12-dev
+Description: numpy-like C++ that compiles lazily (LLVM ORC JIT)
+ librlx and librlx-onnx with their headers, pkg-config files and CMake package, and the rlx
+ and rlx-repl tools.
+EOF
+  echo "activate-noawait ldconfig" >"$stage/DEBIAN/triggers"
+  dpkg-deb --root-owner-group --build "$stage" "build-deb/rlx_${version}_${arch}.deb"
+  ;;
 *)
-  echo "usage: tools/dev.sh demo|test|bench" >&2
+  echo "usage: tools/dev.sh demo|test|bench|deb" >&2
   exit 2
   ;;
 esac

@@ -26,7 +26,7 @@ for f in "$root/include/rlx/rlx.hpp" "$lib/pkgconfig/rlx.pc" "$lib/pkgconfig/rlx
          "$root/share/doc/rlx/README.md"; do
   [ -f "$f" ] || { echo "missing after install: $f"; exit 1; }
 done
-ls "$lib"/librlx.so* "$lib"/librlx.a 2>/dev/null | grep -q . || { echo "no librlx in $lib"; exit 1; }
+compgen -G "$lib/librlx.so.*" >/dev/null || [ -f "$lib/librlx.a" ] || { echo "no librlx in $lib"; exit 1; }
 
 cp -r "$src/tests/install/app" "$tmp/app"
 # The staged .pc files name the final prefix; pkg-config prepends the staging root to -I and -L.
