@@ -109,9 +109,9 @@ deb)
   libdir=$(dirname "$(find "$stage" -name 'librlx.so.*' | head -1)")
   deps=$(find "$stage" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \
            'head -c 4 "$1" | grep -q ELF && LD_LIBRARY_PATH="$2" ldd "$1"' _ {} "$libdir" \; |
-         awk '$3 ~ /^\// {print $3}' | grep -v "^$PWD/$stage" | sort -u |
-         xargs -r realpath | xargs -r dpkg -S 2>/dev/null | cut -d: -f1 | sort -u |
-         paste -sd, | sed 's/,/, /g')
+         awk '$3 ~ /^\// {print $3}' | sort -u |
+         while read -r so; do dpkg -S "$so" 2>/dev/null || dpkg -S "$(realpath "$so")"; done |
+         cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
   mkdir -p "$stage/DEBIAN"
   cat >"$stage/DEBIAN/control" <<EOF
 Package: rlx
