@@ -3,13 +3,15 @@
 # what is missing with apt, configures with clang-19 + lld-19, builds, and then:
 #   tools/dev.sh demo   runs the main demo (examples/numpy_like: Tensor code, lazily computed, and
 #                       rlx::jit with a dynamic batch)
-#   tools/dev.sh test   runs every test: the plain build (incl. the bounded fuzz runs) and the
-#                       ASan+UBSan build, then prints "N passed, N failed, N skipped"
+#   tools/dev.sh test   runs every test: the plain build (incl. the bounded fuzz runs and the
+#                       install suite) and the ASan+UBSan build, builds the library and the
+#                       examples with g++ (warnings are errors), then prints "N passed, ..."
+#   tools/dev.sh deb    builds a Debian package of the library, headers and tools (build-deb/)
 #   tools/dev.sh bench  runs the benchmarks (bench/run: build-bench/, tables as markdown)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(meson ninja-build pkg-config cmake ccache python3 llvm-19-dev clang-19 lld-19
+packages=(meson ninja-build pkg-config cmake ccache python3 llvm-19-dev clang-19 lld-19 g++
           libasmjit-dev libboost-dev libfftw3-dev doctest-dev libzstd-dev zlib1g-dev
           clang-format-19
           libclang-cpp19-dev libclang-19-dev libedit-dev tmux   # rlx-repl and its tests
@@ -35,6 +37,15 @@ configure() { # configure DIR [meson options...]
     local native=(--native-file native/clang19.ini)
     command -v ccache >/dev/null && native+=(--native-file native/ccache.ini)
     meson setup "$dir" "${native[@]}" "$@"
+  fi
+}
+
+configure_gcc() { # build-gcc: the library and examples with Debian's g++, users' default compiler
+  if [ ! -f build-gcc/build.ninja ]; then
+    local cxx=g++
+    command -v ccache >/dev/null && cxx="ccache g++"
+    CXX="$cxx" meson setup build-gcc -Dwerror=true -Dtests=disabled -Dtools=disabled \
+      -Dexamples=enabled -Dfuzz=disabled -Drepl=disabled
   fi
 }
 
@@ -68,18 +79,58 @@ test)
   rc=0
   meson compile -C build || rc=$?
   meson compile -C build-asan || rc=$?
+  configure_gcc
+  gcc_rc=0
+  meson compile -C build-gcc || gcc_rc=$?
+  [ $gcc_rc -eq 0 ] || echo "== the g++ build of the library and examples FAILED" >&2
   if [ $rc -eq 0 ]; then
     meson test -C build --print-errorlogs || rc=$?
     meson test -C build-asan --setup=asan --print-errorlogs || rc=$?
   fi
   summary build/meson-logs/testlog.json build-asan/meson-logs/testlog-asan.json
+  [ $gcc_rc -eq 0 ] || rc=$gcc_rc
   exit $rc
   ;;
 bench)
   exec bench/run "${@:2}"
   ;;
+deb)
+  # build-deb/rlx_<version>_<arch>.deb: librlx, librlx-onnx, headers, rlx.pc, the CMake package,
+  # the tools and the docs under /usr; Depends names the Debian packages of the libraries the
+  # installed binaries load (and, for rlx-repl, clang's headers and libstdc++'s).
+  install_missing
+  configure build-deb --prefix=/usr -Dbuildtype=release -Dtests=disabled -Dexamples=disabled
+  meson compile -C build-deb
+  stage=build-deb/stage
+  rm -rf "$stage"
+  meson install -C build-deb --no-rebuild --quiet --destdir stage
+  version=$(meson introspect build-deb --projectinfo |
+    /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+  arch=$(dpkg --print-architecture)
+  libdir=$(dirname "$(find "$stage" -name 'librlx.so.*' | head -1)")
+  deps=$(find "$stage" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \
+           'head -c 4 "$1" | grep -q ELF && LD_LIBRARY_PATH="$2" ldd "$1"' _ {} "$libdir" \; |
+         awk '$3 ~ /^\// {print $3}' | sort -u |
+         while read -r so; do dpkg -S "$so" 2>/dev/null || dpkg -S "$(realpath "$so")"; done |
+         cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
+  mkdir -p "$stage/DEBIAN"
+  cat >"$stage/DEBIAN/control" <<EOF
+Package: rlx
+Version: $version
+Architecture: $arch
+Maintainer: rlx developers <rlx@localhost>
+Section: libdevel
+Priority: optional
+Depends: $deps, libclang-common-19-dev, libstdc++-12-dev
+Description: numpy-like C++ that compiles lazily (LLVM ORC JIT)
+ librlx and librlx-onnx with their headers, pkg-config files and CMake package, and the rlx
+ and rlx-repl tools.
+EOF
+  echo "activate-noawait ldconfig" >"$stage/DEBIAN/triggers"
+  dpkg-deb --root-owner-group --build "$stage" "build-deb/rlx_${version}_${arch}.deb"
+  ;;
 *)
-  echo "usage: tools/dev.sh demo|test|bench" >&2
+  echo "usage: tools/dev.sh demo|test|bench|deb" >&2
   exit 2
   ;;
 esac

@@ -286,7 +286,7 @@ template <class T> Buffer pool(const ir::Node& n, const Buffer& x, bool is_max) 
           for (const Tap& t : taps) m = std::max(m, xv[xb + std::size_t(t.high)]);
           out.set_i64(o, m);
         } else {
-          __int128 sum = 0; // exact: at most 2^48 terms of at most 2^63
+          __extension__ __int128 sum = 0; // exact: at most 2^48 terms of at most 2^63
           for (const Tap& t : taps) sum += xv[xb + std::size_t(t.high)];
           out.set_i64(o, int64_t(sum / ks));
         }

@@ -132,7 +132,7 @@ std::optional<Shape> infer_movement(const Op& op, std::span<const Shape> in) {
       shape_error(op, in, "start, len and step must be within +-2^48 (len >= 0)");
     int64_t size = static_size(x.dims()[std::size_t(axis)]);
     if (a.len > 0) {
-      __int128 last = __int128(a.start) + __int128(a.len - 1) * a.step;
+      __extension__ __int128 last = __int128(a.start) + __int128(a.len - 1) * a.step;
       if (a.start < 0 || a.start >= size || last < 0 || last >= size)
         shape_error(op, in, "start ", a.start, ", len ", a.len, ", step ", a.step, " leaves axis ",
                     a.axis, " of size ", size);

@@ -95,9 +95,9 @@ Shape conv_out(const Op& op, std::span<const Shape> in, const Shape& x, const Sh
   std::vector<Dim> dims{Dim(n), Dim(c_out)};
   for (std::size_t i = 0; i < sp; ++i) {
     int64_t len = static_size(x.dims()[2 + i]);
-    __int128 o; // wide: sizes up to 2^48 times parameters up to 2^24
+    __extension__ __int128 o; // wide: sizes up to 2^48 times parameters up to 2^24
     if (!transpose) {
-      __int128 span = __int128(len) + 2 * p[i] - __int128(d[i]) * (k[i] - 1) - 1;
+      __extension__ __int128 span = __int128(len) + 2 * p[i] - __int128(d[i]) * (k[i] - 1) - 1;
       if (span < 0)
         shape_error(op, in, "the kernel does not fit spatial axis ", i, " (size ", len, ")");
       o = span / s[i] + 1;

@@ -32,6 +32,35 @@ double parse_seconds(const std::string& flag, const std::string& text) {
   return v;
 }
 
+/// Where rlx's headers and the prelude are: next to the executable when rlx-repl is installed
+/// (<prefix>/bin/rlx-repl, <prefix>/include/rlx, <prefix>/share/rlx/repl), else in the source
+/// tree it was built from. The PCH is used from the build tree only (it names the headers it
+/// was built from by their paths).
+struct Layout {
+  std::string rlx_include = RLX_REPL_RLX_INCLUDE;
+  std::string prelude_dir = RLX_REPL_PRELUDE_DIR;
+  bool installed = false;
+};
+
+const Layout& layout() {
+  static const Layout l = [] {
+    Layout out;
+    std::error_code ec;
+    std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return out;
+    std::filesystem::path prefix = exe.parent_path().parent_path();
+    if (std::filesystem::is_regular_file(prefix / "share/rlx/repl/rlx_repl_prelude.hpp", ec) &&
+        std::filesystem::is_regular_file(prefix / "include/rlx/rlx.hpp", ec)) {
+      // Not -I/usr/include (it upsets libstdc++'s #include_next): clang searches it anyway.
+      out.rlx_include = prefix == "/usr" ? "" : (prefix / "include").string();
+      out.prelude_dir = (prefix / "share/rlx/repl").string();
+      out.installed = true;
+    }
+    return out;
+  }();
+  return l;
+}
+
 } // namespace
 
 Options parse_options(const std::vector<std::string>& args) {
@@ -79,7 +108,7 @@ Options parse_options(const std::vector<std::string>& args) {
 }
 
 bool uses_pch(const Options& options) {
-  if (!options.pch || std::string_view(RLX_REPL_PCH).empty()) return false;
+  if (!options.pch || std::string_view(RLX_REPL_PCH).empty() || layout().installed) return false;
   if (options.opt_level != RLX_REPL_PCH_OPT) return false;
   for (const std::string& a : options.clang_args)
     if (!a.starts_with("-I")) return false; // a macro or flag the PCH was not built with
@@ -89,9 +118,9 @@ bool uses_pch(const Options& options) {
 
 std::vector<std::string> compiler_args(const Options& options, bool pch) {
   std::vector<std::string> args = {
-      "-std=c++20",          options.opt_level,         "-resource-dir",
-      RLX_REPL_RESOURCE_DIR, "-I" RLX_REPL_RLX_INCLUDE, "-I" RLX_REPL_PRELUDE_DIR,
-      "-ferror-limit=8"};
+      "-std=c++20",          options.opt_level,           "-resource-dir",
+      RLX_REPL_RESOURCE_DIR, "-I" + layout().prelude_dir, "-ferror-limit=8"};
+  if (!layout().rlx_include.empty()) args.push_back("-I" + layout().rlx_include);
   if (pch) {
     // As the PCH was built (tools/repl/meson.build).
     args.insert(args.end(), {"-include-pch", RLX_REPL_PCH, "-D__always_inline__=__used__"});
