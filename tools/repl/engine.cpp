@@ -1,10 +1,19 @@
-// tools/repl/engine.cpp -- the only translation unit of rlx-repl that includes clang and LLVM.
+// tools/repl/engine.cpp -- the only translation unit of rlx-repl that includes clang and LLVM:
+// the interpreter, and clang building the prelude's PCH (prelude_pch.cpp decides when).
 #include "engine.hpp"
 
 #include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticOptions.h>
 #include <clang/Basic/SourceManager.h>
 #include <clang/Basic/Version.h>
+#include <clang/Driver/Compilation.h>
+#include <clang/Driver/Driver.h>
+#include <clang/Driver/Job.h>
+#include <clang/Driver/Tool.h>
 #include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/FrontendActions.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Interpreter/Interpreter.h>
 #include <clang/Lex/Preprocessor.h>
 #include <clang/Sema/CodeCompleteConsumer.h>
@@ -13,8 +22,12 @@
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/xxhash.h>
+#include <llvm/TargetParser/Host.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -322,5 +335,44 @@ std::vector<std::string> Engine::complete(std::string_view code, std::string& pr
 }
 
 std::string Engine::clang_version() { return CLANG_VERSION_STRING; }
+
+std::string Engine::clang_full_version() { return clang::getClangFullVersion(); }
+
+std::string Engine::build_pch(const std::vector<std::string>& args) {
+  // The driver named as clang's incremental interpreter names it: the running executable.
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  std::vector<const char*> argv = {exe.c_str()};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  auto options = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
+  clang::TextDiagnosticPrinter printer(out, options.get());
+  auto diags = clang::CompilerInstance::createDiagnostics(options.get(), &printer,
+                                                          /*ShouldOwnClient=*/false);
+  // The driver, not clang::createInvocation (which makes every job -fsyntax-only): the one job
+  // of `-x c++-header FILE -o OUT` is the -cc1 -emit-pch that clang++ would run.
+  clang::driver::Driver driver(exe, llvm::sys::getDefaultTargetTriple(), *diags);
+  std::unique_ptr<clang::driver::Compilation> compilation(driver.BuildCompilation(argv));
+  if (!compilation || diags->hasErrorOccurred()) return "the driver failed:\n" + text;
+  const clang::driver::JobList& jobs = compilation->getJobs();
+  if (jobs.size() != 1 || std::string_view(jobs.begin()->getCreator().getName()) != "clang")
+    return "the driver did not make one compile job";
+  const llvm::opt::ArgStringList& cc1 = jobs.begin()->getArguments();
+  auto invocation = std::make_shared<clang::CompilerInvocation>();
+  if (!clang::CompilerInvocation::CreateFromArgs(*invocation, cc1, *diags, argv[0]))
+    return "bad -cc1 arguments:\n" + text;
+  clang::CompilerInstance ci;
+  ci.setInvocation(std::move(invocation));
+  ci.createDiagnostics(&printer, /*ShouldOwnClient=*/false);
+  clang::GeneratePCHAction action;
+  bool ok = ci.ExecuteAction(action) && !ci.getDiagnostics().hasErrorOccurred();
+  out.flush();
+  if (ok) return "";
+  return text.empty() ? "clang failed without a diagnostic" : text;
+}
+
+uint64_t Engine::hash(std::string_view bytes) {
+  return llvm::xxh3_64bits(llvm::StringRef(bytes.data(), bytes.size()));
+}
 
 } // namespace rlx::repl

@@ -1,6 +1,7 @@
 // tools/repl/engine.hpp -- clang's incremental interpreter behind a header free of clang and LLVM.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,15 @@ public:
   std::vector<std::string> complete(std::string_view code, std::string& prefix);
   /// The clang version string ("19.1.7").
   static std::string clang_version();
+  /// clang's full version line (vendor, version, repository), which a PCH depends on.
+  static std::string clang_full_version();
+
+  /// Build a PCH in this process, as clang++ with the driver arguments `args` would (the
+  /// driver turns them into one -cc1 job, which runs clang's GeneratePCHAction). Returns "" on
+  /// success, else clang's diagnostics.
+  static std::string build_pch(const std::vector<std::string>& args);
+  /// A 64-bit checksum of `bytes` (LLVM's xxh3), stable across runs and processes.
+  static uint64_t hash(std::string_view bytes);
 
 private:
   struct Impl;

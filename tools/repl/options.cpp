@@ -32,19 +32,12 @@ double parse_seconds(const std::string& flag, const std::string& text) {
   return v;
 }
 
-/// Where rlx's headers and the prelude are: next to the executable when rlx-repl is installed
-/// (<prefix>/bin/rlx-repl, <prefix>/include/rlx, <prefix>/share/rlx/repl), else in the source
-/// tree it was built from. The PCH is used from the build tree only (it names the headers it
-/// was built from by their paths).
-struct Layout {
-  std::string rlx_include = RLX_REPL_RLX_INCLUDE;
-  std::string prelude_dir = RLX_REPL_PRELUDE_DIR;
-  bool installed = false;
-};
+} // namespace
 
 const Layout& layout() {
   static const Layout l = [] {
-    Layout out;
+    Layout out{RLX_REPL_RLX_INCLUDE, std::string(RLX_REPL_RLX_INCLUDE) + "/rlx",
+               RLX_REPL_PRELUDE_DIR, false};
     std::error_code ec;
     std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) return out;
@@ -53,6 +46,7 @@ const Layout& layout() {
         std::filesystem::is_regular_file(prefix / "include/rlx/rlx.hpp", ec)) {
       // Not -I/usr/include (it upsets libstdc++'s #include_next): clang searches it anyway.
       out.rlx_include = prefix == "/usr" ? "" : (prefix / "include").string();
+      out.headers = (prefix / "include/rlx").string();
       out.prelude_dir = (prefix / "share/rlx/repl").string();
       out.installed = true;
     }
@@ -60,8 +54,6 @@ const Layout& layout() {
   }();
   return l;
 }
-
-} // namespace
 
 Options parse_options(const std::vector<std::string>& args) {
   Options o;
@@ -79,6 +71,8 @@ Options parse_options(const std::vector<std::string>& args) {
       o.quiet = true;
     } else if (a == "--timing") {
       o.timing = true;
+    } else if (a == "-v" || a == "--verbose") {
+      o.verbose = true;
     } else if (a == "--no-pch") {
       o.pch = false;
     } else if (a == "--no-sandbox") {
@@ -107,23 +101,33 @@ Options parse_options(const std::vector<std::string>& args) {
   return o;
 }
 
-bool uses_pch(const Options& options) {
-  if (!options.pch || std::string_view(RLX_REPL_PCH).empty() || layout().installed) return false;
-  if (options.opt_level != RLX_REPL_PCH_OPT) return false;
+bool pch_fits(const Options& options) {
+  if (!options.pch || options.opt_level != RLX_REPL_PCH_OPT) return false;
   for (const std::string& a : options.clang_args)
     if (!a.starts_with("-I")) return false; // a macro or flag the PCH was not built with
+  return true;
+}
+
+bool uses_pch(const Options& options) {
+  if (!pch_fits(options) || std::string_view(RLX_REPL_PCH).empty() || layout().installed)
+    return false;
   std::error_code ec;
   return std::filesystem::is_regular_file(RLX_REPL_PCH, ec);
 }
 
 std::vector<std::string> compiler_args(const Options& options, bool pch) {
+  return compiler_args_with_pch(options, pch ? RLX_REPL_PCH : "");
+}
+
+std::vector<std::string> compiler_args_with_pch(const Options& options,
+                                                const std::string& pch_file) {
   std::vector<std::string> args = {
       "-std=c++20",          options.opt_level,           "-resource-dir",
       RLX_REPL_RESOURCE_DIR, "-I" + layout().prelude_dir, "-ferror-limit=8"};
   if (!layout().rlx_include.empty()) args.push_back("-I" + layout().rlx_include);
-  if (pch) {
-    // As the PCH was built (tools/repl/meson.build).
-    args.insert(args.end(), {"-include-pch", RLX_REPL_PCH, "-D__always_inline__=__used__"});
+  if (!pch_file.empty()) {
+    // As the PCH was built (RLX_REPL_PCH_FLAGS, tools/repl/meson.build).
+    args.insert(args.end(), {"-include-pch", pch_file, "-D__always_inline__=__used__"});
   }
   args.insert(args.end(), options.clang_args.begin(), options.clang_args.end());
   return args;
@@ -151,6 +155,9 @@ Options:
   --timing              start with :timing on
   --parse-timeout S     seconds clang may take to parse a cell (default 30)
   --no-pch              parse rlx's headers at start instead of loading them precompiled
+                        (installed, rlx-repl precompiles them on its first start into rlx's
+                        cache directory, $RLX_CACHE_DIR or ~/.cache/rlx, and reuses that)
+  -v, --verbose         say which precompiled prelude the session loads
   --no-sandbox          parse cells in the session itself instead of first in a forked copy:
                         faster, but a cell clang crashes or hangs on then ends the session
   --history FILE        keep the interactive history there (default $RLX_REPL_HISTORY, else

@@ -3,6 +3,7 @@
 
 #include "cells.hpp"
 #include "crash_guard.hpp"
+#include "prelude_pch.hpp"
 
 #include <rlx/error.hpp>
 #include <rlx/ir/text.hpp>
@@ -117,18 +118,30 @@ std::string plural(int64_t n, const char* what) {
 } // namespace
 
 std::unique_ptr<Session> start_session(const Options& options, SessionOptions so) {
-  bool pch = uses_pch(options);
-  so.compiler_args = compiler_args(options, pch);
+  auto loads = [&](const std::string& file) {
+    SessionOptions probe = so;
+    probe.sandbox = false;
+    probe.compiler_args = compiler_args_with_pch(options, file);
+    std::optional<std::string> started = run_in_copy(
+        [&] {
+          Session session(probe);
+          return std::string("started");
+        },
+        /*timeout_seconds=*/300);
+    return started && *started == "started";
+  };
+  PreludePch pch = prelude_pch(options, options.verbose, loads);
+  so.compiler_args = compiler_args_with_pch(options, pch.file);
   try {
     return std::make_unique<Session>(so);
   } catch (const std::exception& e) {
-    if (!pch) throw;
+    if (pch.origin == PreludePch::Origin::None) throw;
     std::fprintf(stderr,
-                 "rlx-repl: the precompiled prelude does not load (%s); parsing the headers "
+                 "rlx-repl: the precompiled prelude %s does not load (%s); parsing the headers "
                  "instead\n",
-                 e.what());
+                 pch.file.c_str(), e.what());
   }
-  so.compiler_args = compiler_args(options, false);
+  so.compiler_args = compiler_args_with_pch(options, "");
   return std::make_unique<Session>(so);
 }
 

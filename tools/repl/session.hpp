@@ -81,8 +81,9 @@ private:
 };
 
 /// A session for the command line `options` with `so`'s other settings (its compiler_args are
-/// set here): the precompiled prelude when it applies; when it does not load, a warning on
-/// stderr and the headers parsed instead. Throws std::runtime_error when no session starts.
+/// set here): the precompiled prelude when it applies (prelude_pch.hpp); when it does not
+/// load, a warning on stderr and the headers parsed instead. Throws std::runtime_error when no
+/// session starts.
 std::unique_ptr<Session> start_session(const Options& options, SessionOptions so);
 
 /// The text of `:help`.
