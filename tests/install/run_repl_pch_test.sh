@@ -3,7 +3,8 @@
 # prelude (tools/repl/prelude_pch.cpp): installed into a temporary staging tree (meson install
 # --destdir), it runs a Tensor cell with an empty cache (building the PCH into it), again
 # (reusing it: same file, same inode and modification time), after the PCH file is damaged
-# (built again, the cell still works), with a cache it cannot write (no PCH, one notice), and
+# (built again, the cell still works), after an installed header changed (a new key: built
+# again), with a cache it cannot write (no PCH, one notice), and
 # twice at once with an empty cache (both work, and the PCH left is whole and reused). The
 # start times are printed, not asserted. Any failing step fails the test.
 set -euo pipefail
@@ -77,6 +78,17 @@ has damaged "(built in"
 pch=$(pch_file "$cache")
 run after_damage "$cache" --verbose
 has after_damage "(reused)"
+
+step "an installed header changed: a PCH under a new key is built and used"
+touch -d '2 minutes ago' "$tmp/stage$prefix/include/rlx/tensor.hpp"
+run stale "$cache" --verbose
+has stale "precompiling rlx's headers into $cache/"
+has stale "(built in"
+links=("$cache"/*/repl-prelude-????????????????.pch)
+[ ${#links[@]} -eq 2 ] || fail "stale: expected the old and the new key's links: ${links[*]}"
+run after_stale "$cache" --verbose
+has after_stale "(reused)"
+if grep -qF "$pch" "$tmp/after_stale.err"; then fail "after_stale: the old key's PCH was used"; fi
 
 step "a cache directory rlx-repl cannot write: no PCH, one notice"
 readonly_cache=$tmp/readonly
