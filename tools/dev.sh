@@ -49,6 +49,49 @@ configure_gcc() { # build-gcc: the library and examples with Debian's g++, users
   fi
 }
 
+check_deb() { # check_deb FILE.deb LIBDIR: its control and contents, then extracted into a
+  # scratch root (dpkg -x: the system's own packages untouched): a user's program built there
+  # with pkg-config, and the packaged rlx-repl running a cell.
+  local deb=$1 libdir=$2 root missing=() f
+  root=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$root'" RETURN
+  dpkg-deb -I "$deb"
+  local contents
+  contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
+  for f in usr/include/rlx/rlx.hpp "$libdir/librlx.so.0.1" "$libdir/librlx.so" \
+           "$libdir/librlx-onnx.so" "$libdir/pkgconfig/rlx.pc" "$libdir/pkgconfig/rlx-onnx.pc" \
+           "$libdir/cmake/rlx/rlxConfig.cmake" usr/bin/rlx usr/bin/rlx-repl usr/bin/rlx-kernel \
+           usr/share/rlx/repl/rlx_repl_prelude.hpp usr/share/jupyter/kernels/rlx/kernel.json \
+           usr/share/doc/rlx/README.md; do
+    grep -qxF "./$f" <<<"$contents" || missing+=("$f")
+  done
+  [ ${#missing[@]} -eq 0 ] || { echo "== $deb lacks: ${missing[*]}" >&2; return 1; }
+  dpkg -x "$deb" "$root"
+  local soname
+  soname=$(objdump -p "$root/$libdir/librlx.so.0.1" | awk '$1 == "SONAME" {print $2}')
+  [ "$soname" = librlx.so.0.1 ] || { echo "== librlx's soname is '$soname'" >&2; return 1; }
+  grep -qF '"/usr/bin/rlx-kernel"' "$root/usr/share/jupyter/kernels/rlx/kernel.json" ||
+    { echo "== the kernelspec does not name /usr/bin/rlx-kernel" >&2; return 1; }
+  echo "== in a scratch root: c++ -std=c++20 app.cpp \$(pkg-config --cflags --libs rlx)"
+  # The .pc files name /usr; pkg-config puts the scratch root before their -I and -L (which it
+  # would otherwise drop as the system's own directories).
+  local flags
+  flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root/$libdir/pkgconfig \
+          PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1 \
+          pkg-config --cflags --libs rlx)
+  # shellcheck disable=SC2086
+  c++ -std=c++20 tests/install/app/app.cpp -o "$root/app" $flags
+  LD_LIBRARY_PATH=$root/$libdir "$root/app"
+  echo "== the packaged rlx-repl (its precompiled prelude built into a scratch cache)"
+  printf 'Tensor t = arange(0, 6, 1);\nt.sum()\n' |
+    RLX_CACHE_DIR=$root/cache "$root/usr/bin/rlx-repl" --verbose - | tee "$root/repl.out"
+  grep -qxF 'tensor(15., f32[])' "$root/repl.out" ||
+    { echo "== the packaged rlx-repl did not print the cell's value" >&2; return 1; }
+  "$root/usr/bin/rlx-kernel" --version
+  echo "== $deb: contents, soname, kernelspec, a pkg-config build and rlx-repl checked"
+}
+
 summary() { # summary TESTLOG.json... -> the closing line CI reads
   /usr/bin/python3 - "$@" <<'PY'
 import json, sys
@@ -108,10 +151,14 @@ deb)
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
   arch=$(dpkg --print-architecture)
   libdir=$(dirname "$(find "$stage" -name 'librlx.so.*' | head -1)")
+  libdir_rel=${libdir#"$stage"/}  # usr/lib/<multiarch>
   deps=$(find "$stage" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \
            'head -c 4 "$1" | grep -q ELF && LD_LIBRARY_PATH="$2" ldd "$1"' _ {} "$libdir" \; |
          awk '$3 ~ /^\// {print $3}' | sort -u |
-         while read -r so; do dpkg -S "$so" 2>/dev/null || dpkg -S "$(realpath "$so")"; done |
+         while read -r so; do
+           dpkg -S "$so" 2>/dev/null || dpkg -S "$(realpath "$so")" 2>/dev/null ||
+             echo "== no Debian package holds $so: not in Depends" >&2
+         done |
          cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
   mkdir -p "$stage/DEBIAN"
   cat >"$stage/DEBIAN/control" <<EOF
@@ -121,13 +168,16 @@ Architecture: $arch
 Maintainer: rlx developers <rlx@localhost>
 Section: libdevel
 Priority: optional
+Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 Depends: $deps, libclang-common-19-dev, libstdc++-12-dev
 Description: numpy-like C++ that compiles lazily (LLVM ORC JIT)
- librlx and librlx-onnx with their headers, pkg-config files and CMake package, and the rlx
- and rlx-repl tools.
+ librlx and librlx-onnx with their headers, pkg-config files and CMake package, the rlx and
+ rlx-repl tools, and rlx-kernel, a Jupyter kernel, with its kernelspec.
 EOF
   echo "activate-noawait ldconfig" >"$stage/DEBIAN/triggers"
-  dpkg-deb --root-owner-group --build "$stage" "build-deb/rlx_${version}_${arch}.deb"
+  deb=build-deb/rlx_${version}_${arch}.deb
+  dpkg-deb --root-owner-group --build "$stage" "$deb"
+  check_deb "$deb" "$libdir_rel"
   ;;
 *)
   echo "usage: tools/dev.sh demo|test|bench|deb" >&2
