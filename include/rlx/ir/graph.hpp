@@ -467,9 +467,9 @@ public:
                     int64_t hidden_size, int64_t num_layers, bool bidirectional, Shape shape,
                     Loc loc = Loc::current());
   /// Multi-layer (optionally bidirectional) GRU from h0 (zeros when absent): y.
-  NodeId gru(NodeId x, NodeId w_ih, NodeId w_hh, NodeId b_ih, NodeId b_hh,
-             std::optional<NodeId> h0, int64_t hidden_size, int64_t num_layers,
-             bool bidirectional, Shape shape, Loc loc = Loc::current());
+  NodeId gru(NodeId x, NodeId w_ih, NodeId w_hh, NodeId b_ih, NodeId b_hh, std::optional<NodeId> h0,
+             int64_t hidden_size, int64_t num_layers, bool bidirectional, Shape shape,
+             Loc loc = Loc::current());
   /// Multi-layer (optionally bidirectional) Elman RNN, tanh (or relu) activation: y.
   NodeId rnn(NodeId x, NodeId w_ih, NodeId w_hh, NodeId bias, std::optional<NodeId> h0,
              int64_t hidden_size, int64_t num_layers, bool bidirectional, bool relu, Shape shape,
@@ -477,8 +477,8 @@ public:
   /// Any recurrent kind (lstm, gru, rnn) with its final states: `operands` are x, the weights
   /// and optionally the initial states (ops.def order); attrs.carry is set here. y is [B, S,
   /// D*H] ([S, B, D*H] when !attrs.batch_first), hn and cn [L*D, B, H] (cn: lstm only).
-  RecurrentOutputs recurrent_states(OpKind kind, std::vector<NodeId> operands,
-                                    RecurrentAttrs attrs, Loc loc = Loc::current());
+  RecurrentOutputs recurrent_states(OpKind kind, std::vector<NodeId> operands, RecurrentAttrs attrs,
+                                    Loc loc = Loc::current());
 
   // ---- Sub-graphs (src/builders/control.cpp)
   /// User-defined sub-graph with optional override AD rules (jax's custom_vjp / custom_jvp): a
@@ -548,9 +548,9 @@ private:
 /// What Graph::recurrent_states returns: the node computing y ++ hn [++ cn] flattened, and
 /// views of each part in the graph that holds it.
 struct RecurrentOutputs {
-  NodeId packed; ///< the recurrent node (1-D)
-  NodeId y;      ///< [B, S, D*H] (or [S, B, D*H])
-  NodeId hn;     ///< [L*D, B, H]
+  NodeId packed;            ///< the recurrent node (1-D)
+  NodeId y;                 ///< [B, S, D*H] (or [S, B, D*H])
+  NodeId hn;                ///< [L*D, B, H]
   std::optional<NodeId> cn; ///< [L*D, B, H], lstm only
 };
 
