@@ -20,16 +20,6 @@ namespace {
 constexpr const char* kSoftmax = "softmax rows";
 constexpr const char* kNorm = "layer norm";
 
-/// The input both C++ and Python use: a Weyl sequence in [-4, 4).
-std::vector<float> weyl(int64_t n, uint64_t salt) {
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
-    x[std::size_t(i)] = float(-4.0 + 8.0 * double(k) / 4294967296.0);
-  }
-  return x;
-}
-
 struct Problem {
   int64_t rows, cols;
   std::vector<float> x, gamma, beta;
@@ -186,14 +176,15 @@ int main(int argc, char** argv) {
   budget.seconds = args.budget;
   using namespace rlx::ir;
 
-  Workload sm{kSoftmax, {4096, 1024, weyl(4096 * 1024, 0), {}, {}, {}}, Graph("softmax"), {}};
+  Workload sm{
+      kSoftmax, {4096, 1024, bench::weyl(4096 * 1024, 0), {}, {}, {}}, Graph("softmax"), {}};
   sm.problem.ref = softmax_ref(sm.problem);
   NodeId xs = sm.graph.input("x", Shape({4096, 1024}, DType::F32));
   sm.graph.set_outputs({sm.graph.sm(xs, -1)});
   sm.peers = {{"Eigen 3.4", eigen_softmax}, {"C++ loop (-O3, std::exp)", loop_softmax}};
 
   Workload ln{kNorm,
-              {512, 768, weyl(512 * 768, 7), weyl(768, 11), weyl(768, 13), {}},
+              {512, 768, bench::weyl(512 * 768, 7), bench::weyl(768, 11), bench::weyl(768, 13), {}},
               Graph("layer_norm"),
               {}};
   for (float& v : ln.problem.gamma) v = 1.0f + v / 8.0f;

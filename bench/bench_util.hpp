@@ -254,6 +254,17 @@ inline void emit_rate(const Row& r, const Stats& s, double work) {
   std::fflush(stdout);
 }
 
+/// The inputs the C++ benches and their Python peers share (bench/peers.py: weyl): a Weyl
+/// sequence in [-4, 4), f32.
+inline std::vector<float> weyl(int64_t n, uint64_t salt) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
+    x[std::size_t(i)] = float(-4.0 + 8.0 * double(k) / 4294967296.0);
+  }
+  return x;
+}
+
 /// A line printed under the table's heading.
 inline void emit_note(std::string_view table, std::string_view text) {
   std::printf("@note {\"table\":%s,\"text\":%s}\n", json_str(table).c_str(),

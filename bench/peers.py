@@ -57,6 +57,12 @@ def measure(fn, budget, min_sample_s=2e-3, min_samples=5, max_samples=21):
     return samples, batch
 
 
+def weyl(n, salt, np):
+    """bench_util.hpp's weyl: the inputs the C++ benches and these peers share, f32 in [-4, 4)."""
+    k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
+    return (-4.0 + 8.0 * k.astype(np.float64) / 2.0**32).astype(np.float32)
+
+
 def parse_args(sizes=None):
     """The options every Python peer takes (--budget, --threads, and --sizes when it has
     sizes); returns the parsed options and the thread counts as ints."""

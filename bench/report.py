@@ -161,6 +161,16 @@ def targets(tables):
                 out.append(f"BERT layer, size {n}, {t} thread{'s' if t > 1 else ''}: rlx faster "
                            f"than {peer}: " + ("met" if q < 1 else "NOT met")
                            + f" (rlx takes {q:.3g}× its time)")
+    lstm = tables.get("lstm inference", [])
+    for t in (1, 2):
+        rlx, pt = find(lstm, "rlx", t, 8 * 128 * 256), find(lstm, "PyTorch nn.LSTM", t, 8 * 128 * 256)
+        if rlx and pt:
+            q = rlx["median"] / pt["median"]
+            out.append(f"LSTM inference (hidden 256, batch 8, seq 128), {t} thread"
+                       f"{'s' if t > 1 else ''}: rlx at least as fast as PyTorch's nn.LSTM: "
+                       + ("met" if q <= 1 else "NOT met")
+                       + f" (rlx {fmt_time(rlx['median'])}, PyTorch {fmt_time(pt['median'])}: "
+                       f"rlx takes {q:.3g}× its time)")
     return out
 
 

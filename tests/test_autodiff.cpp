@@ -201,6 +201,24 @@ std::vector<Case> cases() {
     NodeId b = vec({0.5, 0.25, -0.125}), den = vec({1.0, -0.5, 0.2});
     return g.add_inferred(Op(OpKind::Lfilter), {a[0], b, den});
   }));
+  // Recurrent cells (through their unrolled decomposition), weights in the packed layout.
+  auto rec = [](int64_t hidden, int64_t layers, bool bidir, bool batch_first, bool relu,
+                bool carry) {
+    return RecurrentAttrs{hidden, layers, bidir, batch_first, relu, carry};
+  };
+  cs.push_back(op_case("lstm, two layers, bidirectional, from (h0, c0), with final states",
+                       Op(OpKind::Lstm, rec(2, 2, true, true, false, true)),
+                       {F({2, 3, 2}, -1, 1), F({96}, -1, 1), F({64}, -1, 1), F({32}, -1, 1),
+                        F({4, 2, 2}, -1, 1), F({4, 2, 2}, -1, 1)}));
+  cs.push_back(op_case("gru from h0, with its final state",
+                       Op(OpKind::Gru, rec(2, 1, false, true, false, true)),
+                       {F({M, 3, 3}, -1, 1), F({18}, -1, 1), F({12}, -1, 1), F({6}, -1, 1),
+                        F({6}, -1, 1), F({1, M, 2}, -1, 1)}));
+  cs.push_back(op_case("rnn tanh, bidirectional, seq first",
+                       Op(OpKind::Rnn, rec(3, 1, true, false, false, false)),
+                       {F({3, M, 2}, -1, 1), F({12}, -1, 1), F({18}, -1, 1), F({6}, -1, 1)}));
+  cs.push_back(op_case("rnn relu", Op(OpKind::Rnn, rec(2, 1, false, true, true, false)),
+                       {F({M, 3, 2}, -1, 1), F({4}, -1, 1), F({4}, -1, 1), F({2}, 0.5, 1)}));
   // Graphs: a value used twice, a broadcast parameter, a two-layer network with a mean loss.
   cs.push_back(graph_case("a value read by three nodes", {F({M, N})},
                           [](Graph& g, std::span<const NodeId> a) {

@@ -1007,6 +1007,55 @@ std::vector<Case> spectral_cases() {
   return cases;
 }
 
+// ---- Recurrent cells: lstm, gru, rnn (the JIT's step: one GEMM for the input projections,
+// per step a GEMM with W_hh^T and a fused gate loop), random weights in the packed layout.
+std::vector<Case> recurrent_cases() {
+  std::vector<Case> cases;
+  struct Spec {
+    OpKind kind;
+    int64_t hidden, layers;
+    bool bidir, batch_first, relu, init, carry;
+    int64_t batch, seq, input;
+  };
+  const Spec specs[] = {
+      {OpKind::Lstm, 32, 1, false, true, false, false, false, 3, 7, 16},
+      {OpKind::Lstm, 5, 2, true, true, false, true, true, 2, 4, 3},
+      {OpKind::Lstm, 9, 1, false, false, false, true, true, 4, 3, 6},
+      {OpKind::Gru, 17, 2, true, true, false, true, true, 3, 5, 4},
+      {OpKind::Gru, 8, 1, false, false, false, false, false, 1, 6, 8},
+      {OpKind::Rnn, 12, 2, false, true, false, false, true, 2, 5, 3},
+      {OpKind::Rnn, 6, 1, true, false, true, true, false, 3, 4, 5},
+  };
+  for (DType t : {F32, F64})
+    for (const Spec& p : specs) {
+      std::string name = std::string(ir::op_name(p.kind)) + " " + dt(t) + " hidden " +
+                         std::to_string(p.hidden) + " layers " + std::to_string(p.layers) +
+                         (p.bidir ? " bidirectional" : "") + (p.batch_first ? "" : " seq first") +
+                         (p.relu ? " relu" : "") + (p.init ? " initial state" : "") +
+                         (p.carry ? " final states" : "");
+      add_case(cases, name, [&](Builder& b) {
+        const int64_t d = p.bidir ? 2 : 1, g = p.kind == OpKind::Lstm  ? 4
+                                               : p.kind == OpKind::Gru ? 3
+                                                                       : 1;
+        const int64_t gh = g * p.hidden;
+        int64_t n_ih = 0;
+        for (int64_t l = 0; l < p.layers; ++l) n_ih += d * gh * (l == 0 ? p.input : d * p.hidden);
+        const ir::RecurrentAttrs a{p.hidden, p.layers, p.bidir, p.batch_first, p.relu, p.carry};
+        FillSpec w{Fill::Uniform, -0.4, 0.4};
+        std::vector<NodeId> ins{
+            b.in(p.batch_first ? Dims{p.batch, p.seq, p.input} : Dims{p.seq, p.batch, p.input}, t,
+                 {Fill::Uniform, -1, 1}),
+            b.in({n_ih}, t, w), b.in({p.layers * d * gh * p.hidden}, t, w),
+            b.in({p.layers * d * gh}, t, w)};
+        if (p.kind == OpKind::Gru) ins.push_back(b.in({p.layers * d * gh}, t, w));
+        for (int64_t k = 0; p.init && k < (p.kind == OpKind::Lstm ? 2 : 1); ++k)
+          ins.push_back(b.in({p.layers * d, p.batch, p.hidden}, t, {Fill::Uniform, -1, 1}));
+        b.out(b.op(Op(p.kind, a), ins));
+      });
+    }
+  return cases;
+}
+
 // ---- Sub-graphs: custom_fn (inlined by the pipeline on both backends; a runtime step through
 // the interpreter's kernel where the JIT sees it un-inlined).
 std::vector<Case> control_cases() {
@@ -1041,7 +1090,7 @@ std::vector<Case> all_table_cases() {
                  reduce_cases,      arg_reduce_cases,  scan_cases,          movement_cases,
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
-                 control_cases})
+                 control_cases,     recurrent_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }
@@ -1056,6 +1105,11 @@ TEST_CASE(
 }
 
 TEST_CASE("backends: custom_fn agrees, nested and on every shape") { run_cases(control_cases()); }
+
+TEST_CASE(
+    "backends: lstm, gru and rnn agree: layers, directions, layouts, initial and final states") {
+  run_cases(recurrent_cases());
+}
 
 TEST_CASE("backends: fft (FFTW on the JIT), lfilter and the complex helpers agree") {
   run_cases(spectral_cases());

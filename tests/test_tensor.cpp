@@ -317,6 +317,25 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
       {OpKind::Fft, [&] { return rlx::fft(v, true, rlx::ir::FftNorm::Ortho); }},
       {OpKind::Lfilter,
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
+      {OpKind::Lstm,
+       [&] {
+         return rlx::nn::lstm(rlx::ones({1, 2, 3}),
+                              {rlx::ones({8, 3}), rlx::ones({8, 2}), rlx::ones({8})}, {.hidden = 2})
+             .output;
+       }},
+      {OpKind::Gru,
+       [&] {
+         return rlx::nn::gru(rlx::ones({1, 2, 3}),
+                             {rlx::ones({6, 3}), rlx::ones({6, 2}), rlx::ones({6})}, {.hidden = 2})
+             .h_n;
+       }},
+      {OpKind::Rnn,
+       [&] {
+         return rlx::nn::rnn(rlx::ones({1, 2, 3}),
+                             {rlx::ones({2, 3}), rlx::ones({2, 2}), rlx::ones({2})},
+                             {.hidden = 2, .relu = true})
+             .output;
+       }},
       {OpKind::Conjugate, [&] { return rlx::conjugate(v.astype(rlx::DType::C64)); }},
       {OpKind::ComplexNormSq, [&] { return rlx::complex_norm_sq(v.astype(rlx::DType::C64)); }},
       {OpKind::CustomFn,

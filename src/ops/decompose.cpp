@@ -4,6 +4,8 @@
 // compile.
 #include "decompose.hpp"
 
+#include "recurrent.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -301,6 +303,9 @@ RLX_RULE(ConvTranspose1d) { // as 2-D with a height of 1
   auto ys = e.shape(y).sizes();
   return e.reshape(y, {ys[0], ys[1], ys[3]});
 }
+RLX_RULE(Lstm) { return decompose_recurrent(e, n, in); }
+RLX_RULE(Gru) { return decompose_recurrent(e, n, in); }
+RLX_RULE(Rnn) { return decompose_recurrent(e, n, in); }
 #undef RLX_RULE
 
 template <OpKind K> constexpr Rule rule_of() {

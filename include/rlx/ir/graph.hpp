@@ -19,6 +19,7 @@ namespace rlx::ir {
 
 class GraphModule; // rlx/ir/module.hpp
 struct MultiOutputHandle;
+struct RecurrentOutputs;
 class HirModule;  // rlx/ir/hir.hpp
 struct LirModule; // rlx/ir/lir.hpp
 
@@ -448,6 +449,37 @@ public:
   /// |z|^2 of a c64 tensor, as f32.
   NodeId complex_norm_sq(NodeId z, Loc loc = Loc::current());
 
+  // ---- Recurrent cells (src/builders/recurrent.cpp): PyTorch's gates (lstm i, f, g, o; gru
+  // r, z, n with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); rnn tanh or relu). Weights of
+  // all layers and directions are packed flat in (layer, direction) order: w_ih holds each
+  // weight_ih_l{l}[_reverse] [G*H, in_l] row-major, w_hh each [G*H, H], bias each [G*H]
+  // (lstm and rnn: b_ih + b_hh; gru keeps b_ih and b_hh apart); any operand shape with that
+  // many elements is accepted. x is [batch, seq, input]; h0/c0 are [L*D, batch, hidden]. `shape`
+  // (the output [batch, seq, D*hidden]) is checked against the inferred one. The node has one
+  // output, so the carry forms compute y ++ hn [++ cn] flattened into one 1-D node and return
+  // narrow views of it (RLX's custom_fn_multi convention).
+  /// Multi-layer (optionally bidirectional) LSTM, zero initial state: y.
+  NodeId lstm(NodeId x, NodeId w_ih, NodeId w_hh, NodeId bias, int64_t hidden_size,
+              int64_t num_layers, bool bidirectional, Shape shape, Loc loc = Loc::current());
+  /// LSTM from (h0, c0) for decode: y, a view of the node that also holds hn and cn (use
+  /// recurrent_states to reach them).
+  NodeId lstm_carry(NodeId x, NodeId w_ih, NodeId w_hh, NodeId bias, NodeId h0, NodeId c0,
+                    int64_t hidden_size, int64_t num_layers, bool bidirectional, Shape shape,
+                    Loc loc = Loc::current());
+  /// Multi-layer (optionally bidirectional) GRU from h0 (zeros when absent): y.
+  NodeId gru(NodeId x, NodeId w_ih, NodeId w_hh, NodeId b_ih, NodeId b_hh, std::optional<NodeId> h0,
+             int64_t hidden_size, int64_t num_layers, bool bidirectional, Shape shape,
+             Loc loc = Loc::current());
+  /// Multi-layer (optionally bidirectional) Elman RNN, tanh (or relu) activation: y.
+  NodeId rnn(NodeId x, NodeId w_ih, NodeId w_hh, NodeId bias, std::optional<NodeId> h0,
+             int64_t hidden_size, int64_t num_layers, bool bidirectional, bool relu, Shape shape,
+             Loc loc = Loc::current());
+  /// Any recurrent kind (lstm, gru, rnn) with its final states: `operands` are x, the weights
+  /// and optionally the initial states (ops.def order); attrs.carry is set here. y is [B, S,
+  /// D*H] ([S, B, D*H] when !attrs.batch_first), hn and cn [L*D, B, H] (cn: lstm only).
+  RecurrentOutputs recurrent_states(OpKind kind, std::vector<NodeId> operands, RecurrentAttrs attrs,
+                                    Loc loc = Loc::current());
+
   // ---- Sub-graphs (src/builders/control.cpp)
   /// User-defined sub-graph with optional override AD rules (jax's custom_vjp / custom_jvp): a
   /// custom_fn node computing fwd_body on `inputs`. fwd_body has one Input per operand (matched
@@ -511,6 +543,15 @@ private:
 
   std::vector<Node> nodes_;
   NodeSink* sink_ = nullptr; ///< where appended nodes go, when not to nodes_
+};
+
+/// What Graph::recurrent_states returns: the node computing y ++ hn [++ cn] flattened, and
+/// views of each part in the graph that holds it.
+struct RecurrentOutputs {
+  NodeId packed;            ///< the recurrent node (1-D)
+  NodeId y;                 ///< [B, S, D*H] (or [S, B, D*H])
+  NodeId hn;                ///< [L*D, B, H]
+  std::optional<NodeId> cn; ///< [L*D, B, H], lstm only
 };
 
 /// What custom_fn_multi returns: the custom_fn node computing the outputs flattened and
