@@ -100,6 +100,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_conv_pool(op, in);
     case Family::Spectral:
       return detail::infer_spectral(op, in);
+    case Family::Ssm:
+      return detail::infer_ssm(op, in);
     case Family::Control:
       return detail::infer_control(op, in);
     }

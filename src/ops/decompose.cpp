@@ -301,6 +301,9 @@ RLX_RULE(ConvTranspose1d) { // as 2-D with a height of 1
   auto ys = e.shape(y).sizes();
   return e.reshape(y, {ys[0], ys[1], ys[3]});
 }
+RLX_RULE(SelectiveScan) { return decompose_selective_scan(e, n, in); }
+RLX_RULE(Mamba2) { return decompose_mamba2(e, n, in); }
+RLX_RULE(GatedDeltaNet) { return decompose_gated_delta_net(e, n, in); }
 #undef RLX_RULE
 
 template <OpKind K> constexpr Rule rule_of() {

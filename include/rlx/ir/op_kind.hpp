@@ -37,6 +37,7 @@ enum class Family : uint8_t {
   Conv,
   Pool,
   Spectral,
+  Ssm,
   Control,
 };
 std::string_view family_name(Family f);
