@@ -164,17 +164,221 @@ private:
   Dims dims_{};
 };
 
-} // namespace
+// ---- mamba2 and gated_delta_net: the state of one (batch, head) as rows of kW-double vectors
+// along the state axis N (a multiple of kW); one task per (batch, head) on the thread pool.
 
-bool ssm_handles(const ir::Graph&, const ir::Node& n) {
-  if (n.op.kind() != ir::OpKind::SelectiveScan || !n.shape.is_static() ||
-      n.shape.dtype() != ir::DType::F32)
-    return false;
-  return n.op.attrs<ir::SelectiveScanAttrs>().state_size >= 1;
+/// Load kW floats as doubles.
+[[gnu::always_inline]] inline V load(const float* p) {
+  V v;
+  for (int w = 0; w < kW; ++w) v[w] = double(p[w]);
+  return v;
 }
 
-std::unique_ptr<LibraryCall> ssm_prepare(const ir::Graph&, const ir::Node& n) {
-  return std::make_unique<SelectiveScanCall>(n);
+[[gnu::always_inline]] inline double hsum(V v) {
+  double s = 0;
+  for (int w = 0; w < kW; ++w) s += v[w];
+  return s;
+}
+
+struct Mamba2Dims {
+  int64_t b, s, h, p, g, n;
+};
+
+/// One (batch bi, head h) of mamba2: state [P, N] in scratch (P * N / kW vectors), plus N / kW
+/// vectors each for b_t and c_t.
+[[gnu::always_inline]] inline void mamba2_head(const Mamba2Dims& d, const float* const* in,
+                                               float* y, int64_t bi, int64_t h, V* scratch) {
+  const float *x = in[0], *dt = in[1], *a = in[2], *b = in[3], *c = in[4];
+  const int64_t nv = d.n / kW, g = h / (d.h / d.g);
+  V* st = scratch;
+  V* bv = st + d.p * nv;
+  V* cv = bv + nv;
+  for (int64_t i = 0; i < d.p * nv; ++i) st[i] = V{};
+  for (int64_t t = 0; t < d.s; ++t) {
+    const double dd = double(dt[(bi * d.s + t) * d.h + h]);
+    const double decay = std::exp(dd * double(a[h]));
+    const int64_t bo = ((bi * d.s + t) * d.g + g) * d.n;
+    for (int64_t j = 0; j < nv; ++j) {
+      bv[j] = load(b + bo + j * kW);
+      cv[j] = load(c + bo + j * kW);
+    }
+    const int64_t xo = ((bi * d.s + t) * d.h + h) * d.p;
+    for (int64_t p = 0; p < d.p; ++p) {
+      const double u = dd * double(x[xo + p]);
+      V acc{};
+      V* row = st + p * nv;
+      for (int64_t j = 0; j < nv; ++j) {
+        row[j] = decay * row[j] + u * bv[j];
+        acc += row[j] * cv[j];
+      }
+      y[xo + p] = float(hsum(acc));
+    }
+  }
+}
+
+struct GdnDims {
+  int64_t b, s, h, n;
+  bool carry;
+};
+
+/// One (batch bi, head h) of gated_delta_net: S [N, N] key-major in scratch (N * N / kW
+/// vectors), plus N / kW vectors for u.
+[[gnu::always_inline]] inline void gdn_head(const GdnDims& d, const float* const* in, float* out,
+                                            int64_t bi, int64_t h, V* scratch) {
+  const float *q = in[0], *k = in[1], *v = in[2], *g = in[3], *beta = in[4];
+  const int64_t nv = d.n / kW, rows = d.carry ? d.s + d.n : d.s;
+  V* st = scratch;
+  V* u = st + d.n * nv;
+  const float* init = d.carry ? in[5] + (bi * d.h + h) * d.n * d.n : nullptr;
+  for (int64_t i = 0; i < d.n * nv; ++i) st[i] = init ? load(init + i * kW) : V{};
+  for (int64_t t = 0; t < d.s; ++t) {
+    const int64_t si = (bi * d.s + t) * d.h + h, vo = si * d.n;
+    const double decay = std::exp(double(g[si])), bt = double(beta[si]);
+    for (int64_t j = 0; j < nv; ++j) u[j] = V{};
+    for (int64_t i = 0; i < d.n; ++i) { // u = S^T k after the decay
+      const double ki = double(k[vo + i]);
+      V* row = st + i * nv;
+      for (int64_t j = 0; j < nv; ++j) {
+        row[j] *= decay;
+        u[j] += row[j] * ki;
+      }
+    }
+    for (int64_t j = 0; j < nv; ++j) u[j] = bt * (load(v + vo + j * kW) - u[j]);
+    float* o = out + ((bi * rows + t) * d.h + h) * d.n;
+    V acc[1024 / kW];
+    for (int64_t j = 0; j < nv; ++j) acc[j] = V{};
+    for (int64_t i = 0; i < d.n; ++i) { // S += k u^T, o = S^T q
+      const double ki = double(k[vo + i]), qi = double(q[vo + i]);
+      V* row = st + i * nv;
+      for (int64_t j = 0; j < nv; ++j) {
+        row[j] += ki * u[j];
+        acc[j] += row[j] * qi;
+      }
+    }
+    for (int64_t j = 0; j < nv; ++j)
+      for (int w = 0; w < kW; ++w) o[j * kW + w] = float(acc[j][w]);
+  }
+  if (d.carry)
+    for (int64_t i = 0; i < d.n; ++i) {
+      float* o = out + ((bi * rows + d.s + i) * d.h + h) * d.n;
+      for (int64_t j = 0; j < nv; ++j)
+        for (int w = 0; w < kW; ++w) o[j * kW + w] = float(st[i * nv + j][w]);
+    }
+}
+
+/// A head function compiled for AVX-512, AVX2+FMA and the baseline, picked once.
+#if defined(__x86_64__)
+#define RLX_SSM_VARIANTS(NAME, BODY, DIMS)                                                         \
+  [[gnu::target("avx512f,avx512dq,avx512vl,avx2,fma")]] void NAME##_avx512(                        \
+      const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h, V* scratch) {      \
+    BODY(d, in, out, bi, h, scratch);                                                              \
+  }                                                                                                \
+  [[gnu::target("avx2,fma")]] void NAME##_avx2(const DIMS& d, const float* const* in, float* out,  \
+                                               int64_t bi, int64_t h, V* scratch) {                \
+    BODY(d, in, out, bi, h, scratch);                                                              \
+  }                                                                                                \
+  void NAME##_base(const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h,       \
+                   V* scratch) {                                                                   \
+    BODY(d, in, out, bi, h, scratch);                                                              \
+  }                                                                                                \
+  auto pick_##NAME() {                                                                             \
+    __builtin_cpu_init();                                                                          \
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&                 \
+        __builtin_cpu_supports("avx512vl"))                                                        \
+      return NAME##_avx512;                                                                        \
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return NAME##_avx2;       \
+    return NAME##_base;                                                                            \
+  }
+#else
+#define RLX_SSM_VARIANTS(NAME, BODY, DIMS)                                                         \
+  void NAME##_base(const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h,       \
+                   V* scratch) {                                                                   \
+    BODY(d, in, out, bi, h, scratch);                                                              \
+  }                                                                                                \
+  auto pick_##NAME() { return NAME##_base; }
+#endif
+
+RLX_SSM_VARIANTS(mamba2, mamba2_head, Mamba2Dims)
+RLX_SSM_VARIANTS(gdn, gdn_head, GdnDims)
+#undef RLX_SSM_VARIANTS
+
+class Mamba2Call final : public LibraryCall {
+public:
+  explicit Mamba2Call(const ir::Node& n, const ir::Graph& g) {
+    auto xs = n.shape.sizes();
+    auto bs = g.shape(n.inputs[3]).sizes();
+    dims_ = {xs[0], xs[1], xs[2], xs[3], bs.size() == 4 ? bs[2] : 1, bs.back()};
+  }
+  void run(const std::byte* const* reads, std::byte* out) const override {
+    const float* in[5];
+    for (int i = 0; i < 5; ++i) in[i] = reinterpret_cast<const float*>(reads[i]);
+    auto* y = reinterpret_cast<float*>(out);
+    static const auto fn = pick_mamba2();
+    const Mamba2Dims d = dims_;
+    threads::parallel_for(d.b * d.h, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<V> scratch(std::size_t((d.p + 2) * (d.n / kW)));
+      for (int64_t i = i0; i < i1; ++i) fn(d, in, y, i / d.h, i % d.h, scratch.data());
+    });
+  }
+
+private:
+  Mamba2Dims dims_{};
+};
+
+class GdnCall final : public LibraryCall {
+public:
+  explicit GdnCall(const ir::Node& n, const ir::Graph& g) {
+    auto qs = g.shape(n.inputs[0]).sizes();
+    dims_ = {qs[0], qs[1], qs[2], qs[3], n.op.attrs<ir::GatedDeltaNetAttrs>().carry_state};
+  }
+  void run(const std::byte* const* reads, std::byte* out) const override {
+    const float* in[6];
+    for (int i = 0; i < (dims_.carry ? 6 : 5); ++i)
+      in[i] = reinterpret_cast<const float*>(reads[i]);
+    auto* o = reinterpret_cast<float*>(out);
+    static const auto fn = pick_gdn();
+    const GdnDims d = dims_;
+    threads::parallel_for(d.b * d.h, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<V> scratch(std::size_t((d.n + 1) * (d.n / kW)));
+      for (int64_t i = i0; i < i1; ++i) fn(d, in, o, i / d.h, i % d.h, scratch.data());
+    });
+  }
+
+private:
+  GdnDims dims_{};
+};
+
+} // namespace
+
+bool ssm_handles(const ir::Graph& g, const ir::Node& n) {
+  if (!n.shape.is_static() || n.shape.dtype() != ir::DType::F32) return false;
+  for (ir::NodeId in : n.inputs)
+    if (!g.shape(in).is_static()) return false;
+  switch (n.op.kind()) {
+  case ir::OpKind::SelectiveScan:
+    return n.op.attrs<ir::SelectiveScanAttrs>().state_size >= 1;
+  case ir::OpKind::Mamba2: {
+    const auto& at = n.op.attrs<ir::Mamba2Attrs>();
+    return at.state_size >= kW && at.state_size % kW == 0;
+  }
+  case ir::OpKind::GatedDeltaNet: {
+    const int64_t nn = n.op.attrs<ir::GatedDeltaNetAttrs>().state_size;
+    return nn >= kW && nn % kW == 0 && nn <= 1024;
+  }
+  default:
+    return false;
+  }
+}
+
+std::unique_ptr<LibraryCall> ssm_prepare(const ir::Graph& g, const ir::Node& n) {
+  switch (n.op.kind()) {
+  case ir::OpKind::Mamba2:
+    return std::make_unique<Mamba2Call>(n, g);
+  case ir::OpKind::GatedDeltaNet:
+    return std::make_unique<GdnCall>(n, g);
+  default:
+    return std::make_unique<SelectiveScanCall>(n);
+  }
 }
 
 } // namespace rlx::jit

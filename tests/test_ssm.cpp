@@ -83,13 +83,82 @@ TEST_CASE("ssm: the JIT's selective_scan kernel equals the interpreter on random
   }
 }
 
-TEST_CASE("ssm: the JIT runs selective_scan with its own kernel, not the interpreter's") {
-  Graph g = scan_graph(1, 4, 8, 4);
+/// Inputs of `shapes` drawn uniformly from `ranges`; the op's node on them, on both backends.
+void check_backends_agree(const Op& op, const std::vector<Shape>& shapes,
+                          const std::vector<std::pair<double, double>>& ranges, uint64_t seed) {
+  Graph g("scan");
+  std::vector<NodeId> ins;
+  std::vector<Buffer> feed;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    ins.push_back(g.input("in" + std::to_string(i), shapes[i]));
+    feed.push_back(test::random_buffer(shapes[i], seed + i, ranges[i].first, ranges[i].second));
+  }
+  g.set_outputs({g.add_inferred(op, ins)});
+  test::RunResult want = test::run_on(Backend::Interp, g, feed);
+  test::RunResult got = test::run_on(test::other_backend(), g, feed, true);
+  REQUIRE_FALSE(want.error.has_value());
+  REQUIRE_MESSAGE(!got.error.has_value(), got.error.value_or(""));
+  test::check_buffers_close(want.outputs[0], got.outputs[0],
+                            test::output_tolerance(g, g.outputs[0]), std::string(op.name()));
+}
+
+TEST_CASE("ssm: the JIT's mamba2 and gated_delta_net kernels equal the interpreter") {
+  using R = std::pair<double, double>;
+  const R any{-1, 1}, step{0.01, 1}, rate{-2, -0.05}, gate{0, 1}, decay{-1, 0}, unit{-0.5, 0.5};
+  // mamba2: grouped and shared b, c; state sizes 8 and 64 (the kernel's multiples of 8).
+  check_backends_agree(
+      Op(OpKind::Mamba2, Mamba2Attrs{3, 16}),
+      {f32({2, 11, 4, 3}), f32({2, 11, 4}), f32({4}), f32({2, 11, 2, 16}), f32({2, 11, 2, 16})},
+      {any, step, rate, any, any}, 1);
+  check_backends_agree(
+      Op(OpKind::Mamba2, Mamba2Attrs{16, 64}),
+      {f32({1, 37, 3, 16}), f32({1, 37, 3}), f32({3}), f32({1, 37, 64}), f32({1, 37, 64})},
+      {any, step, rate, any, any}, 2);
+  check_backends_agree(
+      Op(OpKind::Mamba2, Mamba2Attrs{1, 8}),
+      {f32({1, 1, 1, 1}), f32({1, 1, 1}), f32({1}), f32({1, 1, 1, 8}), f32({1, 1, 1, 8})},
+      {any, step, rate, any, any}, 3);
+  // gated_delta_net with and without a carried state; state sizes 8 and 32.
+  for (int64_t n : {8, 32}) {
+    std::vector<Shape> s = {f32({2, 13, 3, n}), f32({2, 13, 3, n}), f32({2, 13, 3, n}),
+                            f32({2, 13, 3}), f32({2, 13, 3})};
+    std::vector<R> r = {unit, unit, any, decay, gate};
+    check_backends_agree(Op(OpKind::GatedDeltaNet, GatedDeltaNetAttrs{n, false}), s, r, 4);
+    s.push_back(f32({2, 3, n, n}));
+    r.push_back(any);
+    check_backends_agree(Op(OpKind::GatedDeltaNet, GatedDeltaNetAttrs{n, true}), s, r, 5);
+  }
+}
+
+TEST_CASE("ssm: the JIT runs the f32 scans with its own kernels, other state sizes and f64 not") {
   if (test::other_backend() != Backend::Jit) return;
-  LirModule plan = plan_for(g, Backend::Jit);
-  int ssm_steps = 0;
-  for (const LirStep& st : plan.steps) ssm_steps += st.rule && st.rule->name() == "ssm";
-  CHECK(ssm_steps == 1);
+  auto ssm_steps = [](const Graph& g) {
+    int k = 0;
+    for (const LirStep& st : plan_for(g, Backend::Jit).steps)
+      k += st.rule && st.rule->name() == "ssm";
+    return k;
+  };
+  auto one = [](const Op& op, const std::vector<Shape>& shapes) {
+    Graph g("scan");
+    std::vector<NodeId> ins;
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      ins.push_back(g.input("in" + std::to_string(i), shapes[i]));
+    g.set_outputs({g.add_inferred(op, ins)});
+    return g;
+  };
+  CHECK(ssm_steps(scan_graph(1, 4, 8, 4)) == 1);
+  auto m2 = [&](int64_t n, DType t) {
+    auto sh = [&](std::vector<int64_t> d) { return Shape::of(d, t); };
+    return one(Op(OpKind::Mamba2, Mamba2Attrs{2, n}),
+               {sh({1, 3, 2, 2}), sh({1, 3, 2}), sh({2}), sh({1, 3, n}), sh({1, 3, n})});
+  };
+  CHECK(ssm_steps(m2(16, DType::F32)) == 1);
+  CHECK(ssm_steps(m2(6, DType::F32)) == 0);
+  CHECK(ssm_steps(m2(16, DType::F64)) == 0);
+  Graph gdn = one(
+      Op(OpKind::GatedDeltaNet, GatedDeltaNetAttrs{8, false}),
+      {f32({1, 3, 2, 8}), f32({1, 3, 2, 8}), f32({1, 3, 2, 8}), f32({1, 3, 2}), f32({1, 3, 2})});
+  CHECK(ssm_steps(gdn) == 1);
 }
 
 TEST_CASE("ssm: gated_delta_net decoded in two pieces through its state equals one run") {
