@@ -20,16 +20,6 @@ namespace {
 constexpr const char* kSoftmax = "softmax rows";
 constexpr const char* kNorm = "layer norm";
 
-/// The input both C++ and Python use: a Weyl sequence in [-4, 4).
-std::vector<float> weyl(int64_t n, uint64_t salt) {
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
-    x[std::size_t(i)] = float(-4.0 + 8.0 * double(k) / 4294967296.0);
-  }
-  return x;
-}
-
 struct Problem {
   int64_t rows, cols;
   std::vector<float> x, gamma, beta;
@@ -121,15 +111,6 @@ struct Workload {
   std::vector<std::pair<std::string, std::function<void(const Problem&, float*)>>> peers;
 };
 
-bool check(const std::string& what, const std::vector<float>& y, const std::vector<double>& ref) {
-  double worst = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]));
-  std::printf("check %s: max|y-f64 ref| = %.3g\n", what.c_str(), worst);
-  if (worst <= 1e-4) return true;
-  std::printf("FAILED: %s is off by more than 1e-4\n", what.c_str());
-  return false;
-}
-
 bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
   const Problem& p = w.problem;
   bool ok = true;
@@ -147,7 +128,7 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
     std::vector<rlx::Buffer> out = exe->run(leaves);
     std::vector<float> y(p.x.size());
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
-    if (!check(std::string(w.table) + " rlx threads=" + std::to_string(threads), y, p.ref)) {
+    if (!bench::check(std::string(w.table) + " rlx threads=" + std::to_string(threads), y, p.ref)) {
       ok = false;
       continue;
     }
@@ -162,7 +143,7 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
     for (auto& [name, fn] : w.peers) {
       std::vector<float> yp(p.x.size());
       fn(p, yp.data());
-      if (!check(std::string(w.table) + " " + name, yp, p.ref)) {
+      if (!bench::check(std::string(w.table) + " " + name, yp, p.ref)) {
         ok = false;
         continue;
       }
@@ -186,14 +167,15 @@ int main(int argc, char** argv) {
   budget.seconds = args.budget;
   using namespace rlx::ir;
 
-  Workload sm{kSoftmax, {4096, 1024, weyl(4096 * 1024, 0), {}, {}, {}}, Graph("softmax"), {}};
+  Workload sm{
+      kSoftmax, {4096, 1024, bench::weyl(4096 * 1024, 0), {}, {}, {}}, Graph("softmax"), {}};
   sm.problem.ref = softmax_ref(sm.problem);
   NodeId xs = sm.graph.input("x", Shape({4096, 1024}, DType::F32));
   sm.graph.set_outputs({sm.graph.sm(xs, -1)});
   sm.peers = {{"Eigen 3.4", eigen_softmax}, {"C++ loop (-O3, std::exp)", loop_softmax}};
 
   Workload ln{kNorm,
-              {512, 768, weyl(512 * 768, 7), weyl(768, 11), weyl(768, 13), {}},
+              {512, 768, bench::weyl(512 * 768, 7), bench::weyl(768, 11), bench::weyl(768, 13), {}},
               Graph("layer_norm"),
               {}};
   for (float& v : ln.problem.gamma) v = 1.0f + v / 8.0f;

@@ -17,24 +17,14 @@ namespace {
 constexpr const char* kTable = "selective scan";
 constexpr int64_t kB = 1, kS = 2048, kH = 768, kN = 16;
 
-/// A Weyl sequence in [lo, hi) (bench/peers_ssm.py makes the same numbers).
-std::vector<float> weyl(int64_t n, uint64_t salt, double lo, double hi) {
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
-    x[std::size_t(i)] = float(lo + (hi - lo) * double(k) / 4294967296.0);
-  }
-  return x;
-}
-
 struct Problem {
   std::vector<float> x, delta, a, b, c;
 };
 
 Problem make_problem() {
-  Problem p{weyl(kB * kS * kH, 1, -2, 2), weyl(kB * kS * kH, 2, 0.01, 0.5),
-            std::vector<float>(std::size_t(kH * kN)), weyl(kB * kS * kN, 3, -1, 1),
-            weyl(kB * kS * kN, 4, -1, 1)};
+  Problem p{bench::weyl(kB * kS * kH, 1, -2, 2), bench::weyl(kB * kS * kH, 2, 0.01, 0.5),
+            std::vector<float>(std::size_t(kH * kN)), bench::weyl(kB * kS * kN, 3, -1, 1),
+            bench::weyl(kB * kS * kN, 4, -1, 1)};
   for (int64_t h = 0; h < kH; ++h) // Mamba's S4D-real initialization: A[h, n] = -(n + 1)
     for (int64_t n = 0; n < kN; ++n) p.a[std::size_t(h * kN + n)] = -float(n + 1);
   return p;
@@ -59,15 +49,6 @@ template <class T> void loop_scan(const Problem& p, T* y) {
         y[i] = acc;
       }
     }
-}
-
-bool check(const std::string& what, const std::vector<float>& y, const std::vector<double>& ref) {
-  double worst = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]));
-  std::printf("check %s: max|y-f64 ref| = %.3g\n", what.c_str(), worst);
-  if (worst <= 1e-4) return true;
-  std::printf("FAILED: %s is off by more than 1e-4\n", what.c_str());
-  return false;
 }
 
 } // namespace
@@ -107,7 +88,7 @@ int main(int argc, char** argv) {
     std::vector<rlx::Buffer> out = exe->run(leaves);
     std::vector<float> y(ref.size());
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
-    if (!check("rlx threads=" + std::to_string(threads), y, ref)) {
+    if (!bench::check("rlx threads=" + std::to_string(threads), y, ref)) {
       ok = false;
       continue;
     }
@@ -121,7 +102,7 @@ int main(int argc, char** argv) {
     if (threads != 1) continue;
     std::vector<float> yl(ref.size());
     loop_scan<float>(p, yl.data());
-    if (!check("C++ loop", yl, ref)) {
+    if (!bench::check("C++ loop", yl, ref)) {
       ok = false;
       continue;
     }

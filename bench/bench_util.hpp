@@ -319,4 +319,26 @@ inline Args parse_args(int argc, char** argv, std::vector<int64_t> default_sizes
   return a;
 }
 
+/// A Weyl sequence in [lo, hi) (the Python peers compute the same numbers).
+inline std::vector<float> weyl(int64_t n, uint64_t salt, double lo = -4.0, double hi = 4.0) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
+    x[std::size_t(i)] = float(lo + (hi - lo) * double(k) / 4294967296.0);
+  }
+  return x;
+}
+
+/// Prints a peer's largest distance from an f64 reference; false (and a FAILED line) above
+/// 1e-4.
+inline bool check(const std::string& what, const std::vector<float>& y,
+                  const std::vector<double>& ref) {
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]));
+  std::printf("check %s: max|y-f64 ref| = %.3g\n", what.c_str(), worst);
+  if (worst <= 1e-4) return true;
+  std::printf("FAILED: %s is off by more than 1e-4\n", what.c_str());
+  return false;
+}
+
 } // namespace bench

@@ -30,6 +30,12 @@ def row(peer, threads, size, samples, batch, table=TABLE):
           flush=True)
 
 
+def weyl(n, salt, np, lo=-4.0, hi=4.0):
+    """The C++ benches' Weyl sequence in [lo, hi) as float32 (bench/bench_util.hpp: weyl)."""
+    k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
+    return (lo + (hi - lo) * k.astype(np.float64) / 2.0**32).astype(np.float32)
+
+
 def measure(fn, budget, min_sample_s=2e-3, min_samples=5, max_samples=21):
     """Per-call seconds: the C++ bench's rule (warm-up, batch so a sample lasts min_sample_s)."""
     t0 = time.perf_counter()

@@ -5,12 +5,7 @@
 # (peers.py: measure), printed as "@row" lines. Each peer is checked against an f64 reference.
 import sys
 
-from peers import measure, parse_args, row
-
-
-def weyl(n, salt, np):
-    k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
-    return (-4.0 + 8.0 * k.astype(np.float64) / 2.0**32).astype(np.float32)
+from peers import measure, parse_args, row, weyl
 
 
 def main():

@@ -5,15 +5,10 @@
 # The result is checked against the recurrence in float64 before it is timed.
 import sys
 
-from peers import measure, parse_args, row
+from peers import measure, parse_args, row, weyl
 
 TABLE = "selective scan"
 B, S, H, N = 1, 2048, 768, 16
-
-
-def weyl(n, salt, lo, hi, np):
-    k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
-    return (lo + (hi - lo) * k.astype(np.float64) / 2.0**32).astype(np.float32)
 
 
 def scan(x, delta, a, b, c, np, dtype):
@@ -36,11 +31,11 @@ def main():
     except ImportError as e:
         print(f"numpy: skipped ({e})")
         return 0
-    x = weyl(B * S * H, 1, -2, 2, np).reshape(B, S, H)
-    delta = weyl(B * S * H, 2, 0.01, 0.5, np).reshape(B, S, H)
+    x = weyl(B * S * H, 1, np, -2, 2).reshape(B, S, H)
+    delta = weyl(B * S * H, 2, np, 0.01, 0.5).reshape(B, S, H)
     a = np.tile(-np.arange(1, N + 1, dtype=np.float32), (H, 1))
-    b = weyl(B * S * N, 3, -1, 1, np).reshape(B, S, N)
-    c = weyl(B * S * N, 4, -1, 1, np).reshape(B, S, N)
+    b = weyl(B * S * N, 3, np, -1, 1).reshape(B, S, N)
+    c = weyl(B * S * N, 4, np, -1, 1).reshape(B, S, N)
     ref = scan(x, delta, a, b, c, np, np.float64)
     y = scan(x, delta, a, b, c, np, np.float32)
     worst = float(np.max(np.abs(y - ref)))
