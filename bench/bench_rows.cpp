@@ -125,20 +125,14 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
   auto exe = rlx::compile(w.graph, rlx::Backend::Jit);
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
-    std::vector<rlx::Buffer> out = exe->run(leaves);
-    std::vector<float> y(p.x.size());
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
-    if (!bench::check(std::string(w.table) + " rlx threads=" + std::to_string(threads), y, p.ref)) {
+    std::optional<bench::Stats> r = bench::check_and_time_run(
+        *exe, leaves, std::string(w.table) + " rlx threads=" + std::to_string(threads), p.ref,
+        budget);
+    if (!r) {
       ok = false;
       continue;
     }
-    bench::Stats s = bench::measure(
-        [&] {
-          std::vector<rlx::Buffer> r = exe->run(leaves);
-          bench::clobber(r[0].bytes().data());
-        },
-        budget);
-    bench::emit_time({w.table, "rlx", threads, p.rows * p.cols, true}, s);
+    bench::emit_time({w.table, "rlx", threads, p.rows * p.cols, true}, *r);
     if (threads != 1) continue;
     for (auto& [name, fn] : w.peers) {
       std::vector<float> yp(p.x.size());
@@ -147,7 +141,7 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
         ok = false;
         continue;
       }
-      s = bench::measure(
+      bench::Stats s = bench::measure(
           [&] {
             fn(p, yp.data());
             bench::clobber(yp.data());

@@ -85,20 +85,13 @@ int main(int argc, char** argv) {
   const int64_t size = kB * kS * kH * kN;
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
-    std::vector<rlx::Buffer> out = exe->run(leaves);
-    std::vector<float> y(ref.size());
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
-    if (!bench::check("rlx threads=" + std::to_string(threads), y, ref)) {
+    std::optional<bench::Stats> r = bench::check_and_time_run(
+        *exe, leaves, "rlx threads=" + std::to_string(threads), ref, budget);
+    if (!r) {
       ok = false;
       continue;
     }
-    bench::Stats s = bench::measure(
-        [&] {
-          std::vector<rlx::Buffer> r = exe->run(leaves);
-          bench::clobber(r[0].bytes().data());
-        },
-        budget);
-    bench::emit_time({kTable, "rlx", threads, size, true}, s);
+    bench::emit_time({kTable, "rlx", threads, size, true}, *r);
     if (threads != 1) continue;
     std::vector<float> yl(ref.size());
     loop_scan<float>(p, yl.data());
@@ -106,7 +99,7 @@ int main(int argc, char** argv) {
       ok = false;
       continue;
     }
-    s = bench::measure(
+    bench::Stats s = bench::measure(
         [&] {
           loop_scan<float>(p, yl.data());
           bench::clobber(yl.data());

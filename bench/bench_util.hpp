@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -339,6 +340,26 @@ inline bool check(const std::string& what, const std::vector<float>& y,
   if (worst <= 1e-4) return true;
   std::printf("FAILED: %s is off by more than 1e-4\n", what.c_str());
   return false;
+}
+
+/// rlx's row of a workload: runs `exe` on `leaves` once, checks its first output (as f32)
+/// against `ref` (see check), then times Executable::run (allocating and returning the
+/// outputs). Stats of the timing, or nothing when the check failed. Templated so this header
+/// needs no rlx header.
+template <class Exe, class Leaves>
+inline std::optional<Stats>
+check_and_time_run(const Exe& exe, const Leaves& leaves, const std::string& what,
+                   const std::vector<double>& ref, const Budget& budget) {
+  auto out = exe.run(leaves);
+  std::vector<float> y(ref.size());
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
+  if (!check(what, y, ref)) return std::nullopt;
+  return measure(
+      [&] {
+        auto r = exe.run(leaves);
+        clobber(r[0].bytes().data());
+      },
+      budget);
 }
 
 } // namespace bench
