@@ -111,15 +111,6 @@ struct Workload {
   std::vector<std::pair<std::string, std::function<void(const Problem&, float*)>>> peers;
 };
 
-bool check(const std::string& what, const std::vector<float>& y, const std::vector<double>& ref) {
-  double worst = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]));
-  std::printf("check %s: max|y-f64 ref| = %.3g\n", what.c_str(), worst);
-  if (worst <= 1e-4) return true;
-  std::printf("FAILED: %s is off by more than 1e-4\n", what.c_str());
-  return false;
-}
-
 bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
   const Problem& p = w.problem;
   bool ok = true;
@@ -134,29 +125,23 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
   auto exe = rlx::compile(w.graph, rlx::Backend::Jit);
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
-    std::vector<rlx::Buffer> out = exe->run(leaves);
-    std::vector<float> y(p.x.size());
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
-    if (!check(std::string(w.table) + " rlx threads=" + std::to_string(threads), y, p.ref)) {
+    std::optional<bench::Stats> r = bench::check_and_time_run(
+        *exe, leaves, std::string(w.table) + " rlx threads=" + std::to_string(threads), p.ref,
+        budget);
+    if (!r) {
       ok = false;
       continue;
     }
-    bench::Stats s = bench::measure(
-        [&] {
-          std::vector<rlx::Buffer> r = exe->run(leaves);
-          bench::clobber(r[0].bytes().data());
-        },
-        budget);
-    bench::emit_time({w.table, "rlx", threads, p.rows * p.cols, true}, s);
+    bench::emit_time({w.table, "rlx", threads, p.rows * p.cols, true}, *r);
     if (threads != 1) continue;
     for (auto& [name, fn] : w.peers) {
       std::vector<float> yp(p.x.size());
       fn(p, yp.data());
-      if (!check(std::string(w.table) + " " + name, yp, p.ref)) {
+      if (!bench::check(std::string(w.table) + " " + name, yp, p.ref)) {
         ok = false;
         continue;
       }
-      s = bench::measure(
+      bench::Stats s = bench::measure(
           [&] {
             fn(p, yp.data());
             bench::clobber(yp.data());

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -254,17 +255,6 @@ inline void emit_rate(const Row& r, const Stats& s, double work) {
   std::fflush(stdout);
 }
 
-/// The inputs the C++ benches and their Python peers share (bench/peers.py: weyl): a Weyl
-/// sequence in [-4, 4), f32.
-inline std::vector<float> weyl(int64_t n, uint64_t salt) {
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
-    x[std::size_t(i)] = float(-4.0 + 8.0 * double(k) / 4294967296.0);
-  }
-  return x;
-}
-
 /// A line printed under the table's heading.
 inline void emit_note(std::string_view table, std::string_view text) {
   std::printf("@note {\"table\":%s,\"text\":%s}\n", json_str(table).c_str(),
@@ -328,6 +318,49 @@ inline Args parse_args(int argc, char** argv, std::vector<int64_t> default_sizes
                  argv[0]);
   }
   return a;
+}
+
+/// The inputs the C++ benches and their Python peers share (bench/peers.py: weyl): a Weyl
+/// sequence in [lo, hi), f32.
+inline std::vector<float> weyl(int64_t n, uint64_t salt, double lo = -4.0, double hi = 4.0) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t k = (uint64_t(i) * 2654435761u + salt) % (uint64_t(1) << 32);
+    x[std::size_t(i)] = float(lo + (hi - lo) * double(k) / 4294967296.0);
+  }
+  return x;
+}
+
+/// Prints a peer's largest distance from an f64 reference; false (and a FAILED line) above
+/// 1e-4.
+inline bool check(const std::string& what, const std::vector<float>& y,
+                  const std::vector<double>& ref) {
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]));
+  std::printf("check %s: max|y-f64 ref| = %.3g\n", what.c_str(), worst);
+  if (worst <= 1e-4) return true;
+  std::printf("FAILED: %s is off by more than 1e-4\n", what.c_str());
+  return false;
+}
+
+/// rlx's row of a workload: runs `exe` on `leaves` once, checks its first output (as f32)
+/// against `ref` (see check), then times Executable::run (allocating and returning the
+/// outputs). Stats of the timing, or nothing when the check failed. Templated so this header
+/// needs no rlx header.
+template <class Exe, class Leaves>
+inline std::optional<Stats>
+check_and_time_run(const Exe& exe, const Leaves& leaves, const std::string& what,
+                   const std::vector<double>& ref, const Budget& budget) {
+  auto out = exe.run(leaves);
+  std::vector<float> y(ref.size());
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(out[0].get_f64(int64_t(i)));
+  if (!check(what, y, ref)) return std::nullopt;
+  return measure(
+      [&] {
+        auto r = exe.run(leaves);
+        clobber(r[0].bytes().data());
+      },
+      budget);
 }
 
 } // namespace bench

@@ -30,6 +30,12 @@ def row(peer, threads, size, samples, batch, table=TABLE):
           flush=True)
 
 
+def weyl(n, salt, np, lo=-4.0, hi=4.0):
+    """The C++ benches' Weyl sequence in [lo, hi) as float32 (bench/bench_util.hpp: weyl)."""
+    k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
+    return (lo + (hi - lo) * k.astype(np.float64) / 2.0**32).astype(np.float32)
+
+
 def measure(fn, budget, min_sample_s=2e-3, min_samples=5, max_samples=21):
     """Per-call seconds: the C++ bench's rule (warm-up, batch so a sample lasts min_sample_s)."""
     t0 = time.perf_counter()
@@ -55,12 +61,6 @@ def measure(fn, budget, min_sample_s=2e-3, min_samples=5, max_samples=21):
             fn()
         samples.append((time.perf_counter() - t0) / batch)
     return samples, batch
-
-
-def weyl(n, salt, np):
-    """bench_util.hpp's weyl: the inputs the C++ benches and these peers share, f32 in [-4, 4)."""
-    k = (np.arange(n, dtype=np.uint64) * np.uint64(2654435761) + np.uint64(salt)) % np.uint64(2**32)
-    return (-4.0 + 8.0 * k.astype(np.float64) / 2.0**32).astype(np.float32)
 
 
 def parse_args(sizes=None):

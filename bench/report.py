@@ -171,6 +171,14 @@ def targets(tables):
                        + ("met" if q <= 1 else "NOT met")
                        + f" (rlx {fmt_time(rlx['median'])}, PyTorch {fmt_time(pt['median'])}: "
                        f"rlx takes {q:.3g}× its time)")
+    ssm = tables.get("selective scan", [])
+    rlx, loop = find(ssm, "rlx", 1), find(ssm, "C++ loop (-O3, std::exp)", 1)
+    if rlx and loop:
+        q = rlx["median"] / loop["median"]
+        out.append("selective scan [1, 2048, 768, 16], 1 thread: rlx within 2× of the C++ loop: "
+                   + ("met" if q <= 2 else "NOT met")
+                   + f" (rlx {fmt_time(rlx['median'])}, loop {fmt_time(loop['median'])}: "
+                   f"rlx takes {q:.3g}× its time)")
     return out
 
 

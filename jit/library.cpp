@@ -1,11 +1,13 @@
 // jit/library.cpp -- the registry of native runtime kernels (jit/library.hpp): one table, in
 // the order entries are asked. FFTW runs fft nodes (jit/fftw_kernels.cpp), attention
 // runs on the GEMM (jit/attention.cpp), lstm/gru/rnn too (jit/recurrent_step.cpp).
+// runs on the GEMM (jit/attention.cpp), selective_scan on jit/ssm_kernels.cpp.
 #include "library.hpp"
 
 #include "attention.hpp"
 #include "fftw_kernels.hpp"
 #include "recurrent.hpp"
+#include "ssm_kernels.hpp"
 #include "steps.hpp"
 
 #include <array>
@@ -37,6 +39,7 @@ constexpr std::array kLibrary = {
     LibraryKernel{"fftw", fftw_takes, operands, fftw_call},
     LibraryKernel{"attention", attention_handles, attention_reads, attention_prepare},
     LibraryKernel{"recurrent", recurrent_handles, operands, recurrent_prepare},
+    LibraryKernel{"ssm", ssm_handles, operands, ssm_prepare},
 };
 
 } // namespace

@@ -219,6 +219,21 @@ std::vector<Case> cases() {
                        {F({3, M, 2}, -1, 1), F({12}, -1, 1), F({18}, -1, 1), F({6}, -1, 1)}));
   cs.push_back(op_case("rnn relu", Op(OpKind::Rnn, rec(2, 1, false, true, true, false)),
                        {F({M, 3, 2}, -1, 1), F({4}, -1, 1), F({4}, -1, 1), F({2}, 0.5, 1)}));
+  // State-space scans (through their unrolled decompositions), with every operand
+  // differentiated: positive steps, negative decay rates, gates in (0, 1).
+  cs.push_back(op_case(
+      "selective_scan", Op(OpKind::SelectiveScan, SelectiveScanAttrs{3}),
+      {F({M, 4, N}), F({M, 4, N}, 0.1, 1), F({N, 3}, -1, -0.1), F({M, 4, 3}), F({M, 4, 3})}));
+  cs.push_back(op_case(
+      "mamba2, two groups", Op(OpKind::Mamba2, Mamba2Attrs{2, 3}),
+      {F({M, 3, 4, 2}), F({M, 3, 4}, 0.1, 1), F({4}, -1, -0.1), F({M, 3, 2, 3}), F({M, 3, 2, 3})}));
+  cs.push_back(op_case("gated_delta_net", Op(OpKind::GatedDeltaNet, GatedDeltaNetAttrs{3, false}),
+                       {F({M, 3, N, 3}, -1, 1), F({M, 3, N, 3}, -1, 1), F({M, 3, N, 3}),
+                        F({M, 3, N}, -1, 0), F({M, 3, N}, 0, 1)}));
+  cs.push_back(op_case("gated_delta_net with a carried state",
+                       Op(OpKind::GatedDeltaNet, GatedDeltaNetAttrs{3, true}),
+                       {F({1, 3, 2, 3}, -1, 1), F({1, 3, 2, 3}, -1, 1), F({1, 3, 2, 3}),
+                        F({1, 3, 2}, -1, 0), F({1, 3, 2}, 0, 1), F({1, 2, 3, 3})}));
   // Graphs: a value used twice, a broadcast parameter, a two-layer network with a mean loss.
   cs.push_back(graph_case("a value read by three nodes", {F({M, N})},
                           [](Graph& g, std::span<const NodeId> a) {

@@ -1007,6 +1007,33 @@ std::vector<Case> spectral_cases() {
   return cases;
 }
 
+// ---- State-space scans: selective_scan (the JIT's own kernel in f32, the interpreter's in f64),
+// mamba2 and gated_delta_net (the interpreter's kernels on the JIT).
+std::vector<Case> ssm_cases() {
+  std::vector<Case> cases;
+  for (DType t : {F32, F64})
+    add_case(cases, "selective_scan, mamba2 and gated_delta_net " + dt(t), [&](Builder& b) {
+      auto in = [&](Dims d, double lo, double hi) { return b.in(d, t, {Fill::Uniform, lo, hi}); };
+      for (Dims d : {Dims{2, 9, 11, 4}, Dims{1, 1, 8, 16}, Dims{1, 40, 3, 2}}) {
+        NodeId x = in({d[0], d[1], d[2]}, -2, 2), dl = in({d[0], d[1], d[2]}, 0.01, 1.5);
+        NodeId a = in({d[2], d[3]}, -3, -0.05);
+        NodeId bb = in({d[0], d[1], d[3]}, -1, 1), c = in({d[0], d[1], d[3]}, -1, 1);
+        b.out(b.op(Op(OpKind::SelectiveScan, ir::SelectiveScanAttrs{d[3]}), {x, dl, a, bb, c}));
+      }
+      NodeId x = in({2, 5, 4, 3}, -2, 2), dt4 = in({2, 5, 4}, 0.01, 1), a4 = in({4}, -2, -0.1);
+      NodeId bg = in({2, 5, 2, 6}, -1, 1), cg = in({2, 5, 2, 6}, -1, 1);
+      b.out(b.op(Op(OpKind::Mamba2, ir::Mamba2Attrs{3, 6}), {x, dt4, a4, bg, cg}));
+      NodeId bs = in({2, 5, 6}, -1, 1), cs = in({2, 5, 6}, -1, 1);
+      b.out(b.op(Op(OpKind::Mamba2, ir::Mamba2Attrs{3, 6}), {x, dt4, a4, bs, cs}));
+      NodeId q = in({2, 6, 3, 4}, -0.5, 0.5), k = in({2, 6, 3, 4}, -0.5, 0.5);
+      NodeId v = in({2, 6, 3, 4}, -1, 1), g = in({2, 6, 3}, -1, 0), beta = in({2, 6, 3}, 0, 1);
+      b.out(b.op(Op(OpKind::GatedDeltaNet, ir::GatedDeltaNetAttrs{4, false}), {q, k, v, g, beta}));
+      b.out(b.op(Op(OpKind::GatedDeltaNet, ir::GatedDeltaNetAttrs{4, true}),
+                 {q, k, v, g, beta, in({2, 3, 4, 4}, -1, 1)}));
+    });
+  return cases;
+}
+
 // ---- Recurrent cells: lstm, gru, rnn (the JIT's step: one GEMM for the input projections,
 // per step a GEMM with W_hh^T and a fused gate loop), random weights in the packed layout.
 std::vector<Case> recurrent_cases() {
@@ -1090,7 +1117,7 @@ std::vector<Case> all_table_cases() {
                  reduce_cases,      arg_reduce_cases,  scan_cases,          movement_cases,
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
-                 control_cases,     recurrent_cases})
+                 ssm_cases,         control_cases,     recurrent_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }
@@ -1105,6 +1132,10 @@ TEST_CASE(
 }
 
 TEST_CASE("backends: custom_fn agrees, nested and on every shape") { run_cases(control_cases()); }
+
+TEST_CASE("backends: selective_scan (the JIT's kernel), mamba2 and gated_delta_net agree") {
+  run_cases(ssm_cases());
+}
 
 TEST_CASE(
     "backends: lstm, gru and rnn agree: layers, directions, layouts, initial and final states") {

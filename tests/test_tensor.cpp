@@ -338,6 +338,23 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
        }},
       {OpKind::Conjugate, [&] { return rlx::conjugate(v.astype(rlx::DType::C64)); }},
       {OpKind::ComplexNormSq, [&] { return rlx::complex_norm_sq(v.astype(rlx::DType::C64)); }},
+      {OpKind::SelectiveScan,
+       [&] {
+         Tensor x = rlx::randn({1, 3, 2}, 11), a = -rlx::exp(rlx::randn({2, 4}, 12));
+         Tensor bc = rlx::randn({1, 3, 4}, 13);
+         return rlx::nn::selective_scan(x, rlx::sigmoid(x), a, bc, bc * 0.5f);
+       }},
+      {OpKind::Mamba2,
+       [&] {
+         Tensor x = rlx::randn({1, 3, 2, 2}, 14), dt = rlx::sigmoid(rlx::randn({1, 3, 2}, 15));
+         Tensor bc = rlx::randn({1, 3, 1, 4}, 16);
+         return rlx::nn::mamba2(x, dt, -rlx::ones({2}), bc, bc);
+       }},
+      {OpKind::GatedDeltaNet,
+       [&] {
+         Tensor q = rlx::randn({1, 3, 2, 4}, 17), gb = rlx::sigmoid(rlx::randn({1, 3, 2}, 18));
+         return rlx::nn::gated_delta_net(q, q * 0.5f, q, -gb, gb);
+       }},
       {OpKind::CustomFn,
        [&] {
          rlx::ir::Graph f("f");

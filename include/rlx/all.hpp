@@ -23,3 +23,4 @@
 #include "rlx/passes.hpp"
 #include "rlx/rlx.hpp"
 #include "rlx/runtime.hpp"
+#include "rlx/ssm.hpp"

@@ -306,6 +306,9 @@ RLX_RULE(ConvTranspose1d) { // as 2-D with a height of 1
 RLX_RULE(Lstm) { return decompose_recurrent(e, n, in); }
 RLX_RULE(Gru) { return decompose_recurrent(e, n, in); }
 RLX_RULE(Rnn) { return decompose_recurrent(e, n, in); }
+RLX_RULE(SelectiveScan) { return decompose_selective_scan(e, n, in); }
+RLX_RULE(Mamba2) { return decompose_mamba2(e, n, in); }
+RLX_RULE(GatedDeltaNet) { return decompose_gated_delta_net(e, n, in); }
 #undef RLX_RULE
 
 template <OpKind K> constexpr Rule rule_of() {

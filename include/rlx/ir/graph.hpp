@@ -20,6 +20,7 @@ namespace rlx::ir {
 class GraphModule; // rlx/ir/module.hpp
 struct MultiOutputHandle;
 struct RecurrentOutputs;
+struct GatedDeltaNetCarry;
 class HirModule;  // rlx/ir/hir.hpp
 struct LirModule; // rlx/ir/lir.hpp
 
@@ -480,6 +481,44 @@ public:
   RecurrentOutputs recurrent_states(OpKind kind, std::vector<NodeId> operands, RecurrentAttrs attrs,
                                     Loc loc = Loc::current());
 
+  // ---- State-space scans and linear attention (src/builders/ssm.cpp; RLX's names, argument
+  // order and explicit shapes, checked like matmul's). f32 or f64, every operand of one dtype;
+  // the state starts at zero unless given. No skip term, no softplus of the step size and no
+  // normalisation of q/k happen inside: the caller composes them (as Mamba's and Qwen3-Next's
+  // reference code does around its scan kernel).
+  /// Mamba S6 selective scan. x [B,S,H], delta [B,S,H], a [H,N], b [B,S,N], c [B,S,N]
+  /// (state_size = N) -> y [B,S,H]; for each batch, channel h and state n, over t = 0..S-1:
+  ///   state[n] = exp(delta[t,h] * a[h,n]) * state[n] + delta[t,h] * b[t,n] * x[t,h]
+  ///   y[t,h]   = sum_n c[t,n] * state[n]
+  /// (the Mamba paper's zero-order-hold A_bar = exp(delta A) with the Euler B_bar x = delta B x).
+  NodeId selective_scan(NodeId x, NodeId delta, NodeId a, NodeId b, NodeId c, int64_t state_size,
+                        Shape shape, Loc loc = Loc::current());
+  /// Mamba-2 (SSD) scan with a scalar decay per head. x [B,S,H,P] (head_dim = P), dt [B,S,H],
+  /// a [H], b and c [B,S,G,N] (G groups shared by H/G consecutive heads each, Mamba-2's
+  /// ngroups: head h reads group h / (H/G)) or [B,S,N] (one group), state_size = N ->
+  /// y [B,S,H,P]; per batch and head a state [P,N]:
+  ///   state = exp(dt[t,h] * a[h]) * state + dt[t,h] * outer(x[t,h,:], b[t,g,:])
+  ///   y[t,h,:] = state . c[t,g,:]
+  NodeId mamba2(NodeId x, NodeId dt, NodeId a, NodeId b, NodeId c, int64_t head_dim,
+                int64_t state_size, Shape shape, Loc loc = Loc::current());
+  /// Gated DeltaNet (Yang et al., as in Qwen3-Next and flash-linear-attention's recurrent
+  /// form). q, k, v [B,S,H,N] (state_size = N), g [B,S,H] a log-decay (alpha_t = exp(g_t), so
+  /// g <= 0 decays), beta [B,S,H] -> o [B,S,H,N]. Per batch and head a state S [N,N] stored
+  /// key-major (S[i,j]: key i, value j; fla/Qwen3-Next's [.., K, V] cache layout), zero at the
+  /// start:
+  ///   S = exp(g_t) * S;  u = beta_t * (v_t - S^T k_t);  S = S + outer(k_t, u);  o_t = S^T q_t
+  /// i.e. with M = S^T (values x keys): M_t = exp(g_t) M_{t-1} (I - beta_t k_t k_t^T)
+  /// + beta_t v_t k_t^T, o_t = M_t q_t. The caller scales q and l2-normalizes q and k.
+  NodeId gated_delta_net(NodeId q, NodeId k, NodeId v, NodeId g, NodeId beta, int64_t state_size,
+                         Shape shape, Loc loc = Loc::current());
+  /// gated_delta_net from an initial state [B,H,N,N] (layout as above), for decoding: one
+  /// gated_delta_net node with carry_state whose output [B, S+N, H, N] packs o (rows 0..S-1)
+  /// and the final state transposed to [B,N,H,N] (rows S..S+N-1); the result holds narrow (and
+  /// transpose) views of it. `shape` is o's shape [B,S,H,N].
+  GatedDeltaNetCarry gated_delta_net_carry(NodeId q, NodeId k, NodeId v, NodeId g, NodeId beta,
+                                           NodeId state, int64_t state_size, Shape shape,
+                                           Loc loc = Loc::current());
+
   // ---- Sub-graphs (src/builders/control.cpp)
   /// User-defined sub-graph with optional override AD rules (jax's custom_vjp / custom_jvp): a
   /// custom_fn node computing fwd_body on `inputs`. fwd_body has one Input per operand (matched
@@ -552,6 +591,14 @@ struct RecurrentOutputs {
   NodeId y;                 ///< [B, S, D*H] (or [S, B, D*H])
   NodeId hn;                ///< [L*D, B, H]
   std::optional<NodeId> cn; ///< [L*D, B, H], lstm only
+};
+
+/// What gated_delta_net_carry returns: the outputs [B,S,H,N] and the final state [B,H,N,N],
+/// views of `packed`, the one gated_delta_net node.
+struct GatedDeltaNetCarry {
+  NodeId output;
+  NodeId state;
+  NodeId packed;
 };
 
 /// What custom_fn_multi returns: the custom_fn node computing the outputs flattened and

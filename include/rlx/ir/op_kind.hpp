@@ -38,6 +38,7 @@ enum class Family : uint8_t {
   Pool,
   Spectral,
   Recurrent,
+  Ssm,
   Control,
 };
 std::string_view family_name(Family f);
