@@ -14,5 +14,6 @@
 #include "rlx/io/npy.hpp"
 #include "rlx/jit.hpp"
 #include "rlx/memory.hpp"
+#include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"
