@@ -7,6 +7,7 @@
 #include "thread_pool.hpp"
 #include "llvm/session.hpp"
 
+#include "interp/scan_loop.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/runtime.hpp"
 
@@ -161,12 +162,62 @@ private:
   const ir::Node& node_;
 };
 
+/// A scan (or its backward) as a runtime step whose loop over time calls its bodies compiled by
+/// the JIT, once per executable (not the interpreter node by node at every step).
+class ScanStep final : public PreparedStep {
+public:
+  explicit ScanStep(const ir::Node& n) : node_(n) {
+    const ir::AnyAttrs& a = n.op.any_attrs();
+    if (const auto* s = std::get_if<ir::ScanAttrs>(&a)) {
+      add(s->body);
+    } else if (const auto* b = std::get_if<ir::ScanBackwardAttrs>(&a)) {
+      add(b->body_vjp);
+      if (b->forward_body) add(*b->forward_body);
+    }
+  }
+  /// Whether n is of the scan family (its attributes say so).
+  static bool of(const ir::Node& n) {
+    const ir::AnyAttrs& a = n.op.any_attrs();
+    return std::holds_alternative<ir::ScanAttrs>(a) ||
+           std::holds_alternative<ir::ScanBackwardAttrs>(a);
+  }
+  void run(RunState& s) const override {
+    std::vector<const Buffer*> ops;
+    for (ir::NodeId in : node_.inputs) ops.push_back(s.values[in.index]);
+    interp::detail::BodyRunner runner = [this](const ir::Graph& body,
+                                               std::span<const Buffer* const> leaves) {
+      for (const auto& [g, exe] : bodies_)
+        if (g == &body) return exe->run(leaves);
+      return interp::run_leaves(body, leaves);
+    };
+    const ir::AnyAttrs& a = node_.op.any_attrs();
+    uint32_t i = node_.id.index;
+    if (std::holds_alternative<ir::ScanAttrs>(a))
+      s.owned[i] = interp::detail::run_scan(node_, ops, runner);
+    else
+      s.owned[i] = interp::detail::run_scan_backward(
+          node_, ops, node_.op.kind() == ir::OpKind::ScanBackwardXs, runner);
+    s.values[i] = &s.owned[i];
+    s.ptr[i] = s.owned[i].bytes().data();
+  }
+
+private:
+  void add(const ir::SubGraph& body) {
+    if (!body.get().has_dynamic_dims())
+      bodies_.emplace_back(&body.get(), compile(body.get(), Backend::Jit));
+  }
+  const ir::Node& node_;
+  std::vector<std::pair<const ir::Graph*, std::shared_ptr<const Executable>>> bodies_;
+};
+
 class InterpRule final : public JitRule {
 public:
   using JitRule::JitRule;
   bool takes(const ir::Graph&, const ir::Node&) const override { return true; }
   std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
-    return std::make_unique<InterpStep>(c.lir.mir.node(c.lir.steps[i].node));
+    const ir::Node& n = c.lir.mir.node(c.lir.steps[i].node);
+    if (ScanStep::of(n)) return std::make_unique<ScanStep>(n);
+    return std::make_unique<InterpStep>(n);
   }
 };
 

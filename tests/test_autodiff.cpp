@@ -280,6 +280,25 @@ std::vector<Case> cases() {
                             j.set_outputs({j.add(j.mul(jp, t0), j.mul(j.exp(jx), t1))});
                             return g.custom_fn({a[0], a[1]}, f, v, j);
                           }));
+  // scan: a carry, a broadcast operand and per-step inputs (scan_backward / scan_backward_xs in
+  // reverse mode, a scan of (carry, tangent) in forward mode); then a checkpointed scan.
+  cs.push_back(graph_case("scan with broadcast and per-step operands",
+                          {F({M, N}), F({N}), F({3, M, N})},
+                          [](Graph& g, std::span<const NodeId> a) {
+                            Shape c = g.shape(a[0]);
+                            Graph f("step");
+                            NodeId h = f.input("h", c), w = f.input("w", g.shape(a[1]));
+                            NodeId x = f.input("x", c);
+                            f.set_outputs({f.tanh(f.add(f.mul(h, w), x))});
+                            return g.scan_with_bcasts_and_xs(a[0], {a[1]}, {a[2]}, f, 3);
+                          }));
+  cs.push_back(
+      graph_case("scan_checkpointed", {F({M, N})}, [](Graph& g, std::span<const NodeId> a) {
+        Graph f("step");
+        NodeId h = f.input("h", g.shape(a[0]));
+        f.set_outputs({f.tanh(f.add(f.mul(h, h), f.constant(0.5, g.shape(a[0]).dtype())))});
+        return g.scan_checkpointed(a[0], f, 5, 2);
+      }));
   return cs;
 }
 

@@ -1107,6 +1107,52 @@ std::vector<Case> control_cases() {
         b.out(b.g.custom_fn({v}, outer));
       }
     });
+  // scan: a loop over time whose body the JIT compiles once (ScanStep); its backward companions
+  // with a hand-written body_vjp, from the full trajectory and from checkpoints.
+  for (DType t : {F32, F64})
+    add_case(cases, "scan " + dt(t) + " with broadcast and per-step operands", [&](Builder& b) {
+      const int64_t len = 7;
+      ir::Shape c = ir::Shape::of(Dims{2, 3}, t), row = ir::Shape::of(Dims{3}, t);
+      ir::Graph body("step");
+      NodeId h = body.input("h", c), w = body.input("w", ir::Shape::of(Dims{3, 3}, t));
+      NodeId x = body.input("x", row);
+      body.set_outputs({body.tanh(body.add(body.mm(h, w), x))});
+      NodeId h0 = b.in({2, 3}, t, {Fill::Uniform, -1, 1});
+      NodeId wv = b.in({3, 3}, t, {Fill::Uniform, -0.8, 0.8});
+      NodeId xs = b.in({len, 3}, t, {Fill::Uniform, -1, 1});
+      b.out(b.g.scan_with_bcasts_and_xs(h0, {wv}, {xs}, body, len));
+      ir::ScanAttrs a;
+      a.body = ir::SubGraph(body);
+      a.length = len;
+      a.save_trajectory = true;
+      a.num_bcast = 1;
+      a.num_xs = 1;
+      b.out(b.op(Op(OpKind::Scan, a), {h0, wv, xs}));
+      a.num_checkpoints = 3;
+      b.out(b.op(Op(OpKind::Scan, a), {h0, wv, xs}));
+    });
+  for (DType t : {F32, F64})
+    add_case(cases, "scan_backward and scan_backward_xs " + dt(t), [&](Builder& b) {
+      const int64_t len = 6;
+      ir::Shape c = ir::Shape::of(Dims{4}, t);
+      ir::Graph fwd("mul_step");
+      fwd.set_outputs({fwd.mul(fwd.input("c", c), fwd.input("a", c))});
+      ir::Graph vjp("mul_step_vjp");
+      NodeId vc = vjp.input("c", c), va = vjp.input("a", c), d = vjp.input("d_output", c);
+      vjp.set_outputs({vjp.mul(d, va), vjp.mul(d, vc)});
+      NodeId c0 = b.in({4}, t, {Fill::Uniform, -1, 1});
+      NodeId traj = b.in({len, 4}, t, {Fill::Uniform, -1, 1});
+      NodeId cps = b.in({2, 4}, t, {Fill::Uniform, -1, 1});
+      NodeId up = b.in({4}, t, {Fill::Uniform, -1, 1});
+      NodeId ups = b.in({len, 4}, t, {Fill::Uniform, -1, 1});
+      NodeId as = b.in({len, 4}, t, {Fill::Uniform, -1.2, 1.2});
+      ir::Shape xs_shape = ir::Shape::of(Dims{len, 4}, t);
+      b.out(b.g.scan_backward(c0, traj, up, {as}, vjp, len, false, c));
+      b.out(b.g.scan_backward_xs(c0, traj, ups, {as}, vjp, len, true, 0, xs_shape));
+      b.out(b.g.scan_backward_with_checkpoints(c0, cps, up, {as}, vjp, len, false, 2, fwd, c));
+      b.out(b.g.scan_backward_xs_with_checkpoints(c0, cps, ups, {as}, vjp, len, true, 0, 2, fwd,
+                                                  xs_shape));
+    });
   return cases;
 }
 
@@ -1131,7 +1177,9 @@ TEST_CASE(
   run_cases(cases);
 }
 
-TEST_CASE("backends: custom_fn agrees, nested and on every shape") { run_cases(control_cases()); }
+TEST_CASE("backends: custom_fn and scans agree, nested and on every shape") {
+  run_cases(control_cases());
+}
 
 TEST_CASE("backends: selective_scan (the JIT's kernel), mamba2 and gated_delta_net agree") {
   run_cases(ssm_cases());

@@ -363,6 +363,27 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
          std::array<Tensor, 1> in{v};
          return rlx::custom_fn(in, f);
        }},
+      {OpKind::Scan,
+       [&] {
+         return rlx::scan([](const Tensor& h, const Tensor& x) { return h * x + 1.f; }, v,
+                          {rlx::randn({3, 4}, 13)});
+       }},
+      {OpKind::ScanBackward,
+       [&] {
+         auto f = [](const Tensor& h) {
+           return rlx::sum(
+               rlx::scan([](const Tensor& c) { return rlx::tanh(c); }, h, {}, {.length = 3}));
+         };
+         return rlx::grad(f)(v);
+       }},
+      {OpKind::ScanBackwardXs,
+       [&] {
+         auto f = [&](const Tensor& xs) {
+           return rlx::sum(
+               rlx::scan([](const Tensor& h, const Tensor& x) { return h * x; }, v, {xs}));
+         };
+         return rlx::grad(f)(rlx::randn({3, 4}, 14));
+       }},
   };
   for (std::size_t i = 0; i < rlx::ir::kNumOps; ++i) {
     OpKind k = static_cast<OpKind>(i);

@@ -15,5 +15,6 @@
 #include "rlx/jit.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
+#include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"

@@ -140,6 +140,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::MaxPool2d, kRule, jvp_max_pool},
     {OpKind::Lfilter, kRule, jvp_lfilter},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
+    {OpKind::Scan, kRule, jvp_scan},
 };
 
 constexpr std::array<JvpEntry, ir::kNumOps> kJvp =

@@ -111,6 +111,10 @@ Grad jvp_inlined(ir::Graph& g, const Node& n, std::span<const Grad> t);
 /// custom_fn's rules (custom_fn.cpp): the user's vjp_body / jvp_body, else the two above.
 std::vector<Grad> vjp_custom_fn(Builder& b, const Node& n, NodeId dy, std::span<const char> want);
 Grad jvp_custom_fn(Builder& b, const Node& n, std::span<const Grad> t);
+/// scan's rules (scan.cpp): scan_backward / scan_backward_xs over the trajectory (or K
+/// checkpoints), and a scan of (carry, tangent) pairs.
+std::vector<Grad> vjp_scan(Builder& b, const Node& n, NodeId dy, std::span<const char> want);
+Grad jvp_scan(Builder& b, const Node& n, std::span<const Grad> t);
 /// Appends body nodes into g with n's source location; kinds `rule_kind` marks Decompose are
 /// appended as their decomposition (as the transforms prepare the forward graph).
 std::function<NodeId(const ir::Op&, std::vector<NodeId>, Shape)>

@@ -494,6 +494,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Fft, kRule, vjp_fft},
     {OpKind::Lfilter, kRule, vjp_lfilter},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
+    {OpKind::Scan, kRule, vjp_scan},
 };
 
 constexpr std::array<VjpEntry, ir::kNumOps> kVjp =

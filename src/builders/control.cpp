@@ -1,5 +1,5 @@
 // src/builders/control.cpp -- SubGraph (graph-valued attributes) and the sub-graph builders:
-// custom_fn, custom_fn_multi and MultiOutputHandle::output.
+// custom_fn, custom_fn_multi, MultiOutputHandle::output and the scan family.
 #include "rlx/ir/graph.hpp"
 
 #include <string>
@@ -68,6 +68,118 @@ NodeId MultiOutputHandle::output(Graph& g, std::size_t i, Loc loc) const {
   const Shape& s = sub_shapes[i];
   NodeId part = g.narrow_(source, 0, offsets[i], *s.num_elements(), loc);
   return g.reshape_(part, s.sizes(), loc);
+}
+
+namespace {
+
+std::vector<NodeId> joined(NodeId first, std::initializer_list<const std::vector<NodeId>*> rest) {
+  std::vector<NodeId> out{first};
+  for (const std::vector<NodeId>* v : rest) out.insert(out.end(), v->begin(), v->end());
+  return out;
+}
+
+/// The op of scan_backward or scan_backward_xs (kind) with its attributes.
+Op scan_backward_op(OpKind kind, Graph body_vjp, uint32_t length, bool save_trajectory,
+                    std::size_t num_xs, uint32_t num_checkpoints, std::optional<Graph> forward_body,
+                    uint32_t xs_idx) {
+  ScanBackwardAttrs a;
+  a.body_vjp = SubGraph(std::move(body_vjp));
+  a.length = length;
+  a.save_trajectory = save_trajectory;
+  a.num_xs = int64_t(num_xs);
+  a.num_checkpoints = num_checkpoints;
+  if (forward_body) a.forward_body = SubGraph(std::move(*forward_body));
+  a.xs_idx = xs_idx;
+  return Op(kind, std::move(a));
+}
+
+/// [init, trajectory, upstream, xs...].
+std::vector<NodeId> backward_operands(NodeId init, NodeId trajectory, NodeId upstream,
+                                      const std::vector<NodeId>& xs) {
+  std::vector<NodeId> ins{init, trajectory, upstream};
+  ins.insert(ins.end(), xs.begin(), xs.end());
+  return ins;
+}
+
+} // namespace
+
+NodeId Graph::scan_with_bcasts_and_xs(NodeId init, const std::vector<NodeId>& bcasts,
+                                      const std::vector<NodeId>& xs, Graph body, uint32_t length,
+                                      Loc loc) {
+  ScanAttrs a;
+  a.body = SubGraph(std::move(body));
+  a.length = length;
+  a.num_bcast = int64_t(bcasts.size());
+  a.num_xs = int64_t(xs.size());
+  return build_inferred(Op(OpKind::Scan, std::move(a)), joined(init, {&bcasts, &xs}), loc);
+}
+
+NodeId Graph::scan(NodeId init, Graph body, uint32_t length, Loc loc) {
+  return scan_with_bcasts_and_xs(init, {}, {}, std::move(body), length, loc);
+}
+
+NodeId Graph::scan_with_xs(NodeId init, const std::vector<NodeId>& xs, Graph body, uint32_t length,
+                           Loc loc) {
+  return scan_with_bcasts_and_xs(init, {}, xs, std::move(body), length, loc);
+}
+
+NodeId Graph::scan_trajectory(NodeId init, Graph body, uint32_t length, Loc loc) {
+  ScanAttrs a;
+  a.body = SubGraph(std::move(body));
+  a.length = length;
+  a.save_trajectory = true;
+  return build_inferred(Op(OpKind::Scan, std::move(a)), {init}, loc);
+}
+
+NodeId Graph::scan_checkpointed(NodeId init, Graph body, uint32_t length, uint32_t num_checkpoints,
+                                Loc loc) {
+  if (num_checkpoints == 0)
+    fail(ErrorKind::Value, "scan_checkpointed: num_checkpoints must be in [1, length = ", length,
+         "], got 0", rlx::detail::at_loc(loc));
+  ScanAttrs a;
+  a.body = SubGraph(std::move(body));
+  a.length = length;
+  a.num_checkpoints = num_checkpoints;
+  return build_inferred(Op(OpKind::Scan, std::move(a)), {init}, loc);
+}
+
+NodeId Graph::scan_backward_xs_with_checkpoints(NodeId init, NodeId trajectory, NodeId upstream,
+                                                const std::vector<NodeId>& xs, Graph body_vjp,
+                                                uint32_t length, bool save_trajectory,
+                                                uint32_t xs_idx, uint32_t num_checkpoints,
+                                                std::optional<Graph> forward_body, Shape out_shape,
+                                                Loc loc) {
+  return build(scan_backward_op(OpKind::ScanBackwardXs, std::move(body_vjp), length,
+                                save_trajectory, xs.size(), num_checkpoints,
+                                std::move(forward_body), xs_idx),
+               backward_operands(init, trajectory, upstream, xs), out_shape, loc);
+}
+
+NodeId Graph::scan_backward_with_checkpoints(NodeId init, NodeId trajectory, NodeId upstream,
+                                             const std::vector<NodeId>& xs, Graph body_vjp,
+                                             uint32_t length, bool save_trajectory,
+                                             uint32_t num_checkpoints,
+                                             std::optional<Graph> forward_body, Shape out_shape,
+                                             Loc loc) {
+  return build(scan_backward_op(OpKind::ScanBackward, std::move(body_vjp), length, save_trajectory,
+                                xs.size(), num_checkpoints, std::move(forward_body), 0),
+               backward_operands(init, trajectory, upstream, xs), out_shape, loc);
+}
+
+NodeId Graph::scan_backward(NodeId init, NodeId trajectory, NodeId upstream,
+                            const std::vector<NodeId>& xs, Graph body_vjp, uint32_t length,
+                            bool save_trajectory, Shape out_shape, Loc loc) {
+  return scan_backward_with_checkpoints(init, trajectory, upstream, xs, std::move(body_vjp), length,
+                                        save_trajectory, 0, std::nullopt, std::move(out_shape),
+                                        loc);
+}
+
+NodeId Graph::scan_backward_xs(NodeId init, NodeId trajectory, NodeId upstream,
+                               const std::vector<NodeId>& xs, Graph body_vjp, uint32_t length,
+                               bool save_trajectory, uint32_t xs_idx, Shape out_shape, Loc loc) {
+  return scan_backward_xs_with_checkpoints(init, trajectory, upstream, xs, std::move(body_vjp),
+                                           length, save_trajectory, xs_idx, 0, std::nullopt,
+                                           std::move(out_shape), loc);
 }
 
 } // namespace rlx::ir

@@ -1,4 +1,5 @@
-// src/ops/control.cpp -- shape rule of the control family (custom_fn) and its body conventions
+// src/ops/control.cpp -- shape rules of the control family (custom_fn, scan and its backward
+// companions) and their body conventions
 // (semantics in include/rlx/ir/ops.def).
 #include "control.hpp"
 
@@ -123,7 +124,139 @@ Shape custom_fn_rule(const Op& op, std::span<const Shape> in) {
   return y;
 }
 
+// ---- scan, scan_backward, scan_backward_xs
+
+/// The Inputs of `body` in id order.
+std::vector<NodeId> body_inputs(const Graph& body) {
+  std::vector<NodeId> out;
+  for (const Node& n : body.nodes())
+    if (n.op.kind() == OpKind::Input) out.push_back(n.id);
+  return out;
+}
+
+/// `s` without its leading axis (a per-step slice of xs).
+Shape drop_leading(const Shape& s) {
+  return Shape(std::vector<Dim>(s.dims().begin() + 1, s.dims().end()), s.dtype());
+}
+
+/// [rows, *s].
+Shape stacked(int64_t rows, const Shape& s) {
+  std::vector<Dim> dims{Dim(rows)};
+  dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+  return Shape(std::move(dims), s.dtype());
+}
+
+void check_length(const Op& op, std::span<const Shape> in, int64_t length, int64_t k) {
+  if (length < 1) shape_error(op, in, "length must be at least 1, got ", length);
+  if (k < 0 || k > length)
+    shape_error(op, in, "num_checkpoints must be in [0, length = ", length, "], got ", k);
+}
+
+/// Each xs operand is [length, *per_step]; returns the per-step shapes.
+std::vector<Shape> per_step_shapes(const Op& op, std::span<const Shape> in, std::size_t first,
+                                   std::size_t count, int64_t length) {
+  std::vector<Shape> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Shape& x = in[first + i];
+    if (x.rank() == 0)
+      shape_error(op, in, "xs[", i, "] is ", short_str(x), "; each xs needs a leading axis of ",
+                  "size length = ", length);
+    if (x.dims()[0].is_static() && x.dims()[0].size() != length)
+      shape_error(op, in, "xs[", i, "] is ", short_str(x),
+                  ", its leading dim must be length = ", length);
+    out.push_back(drop_leading(x));
+  }
+  return out;
+}
+
+/// The forward body's Inputs [carry, bcast..., x_t...] against the operands; its output against
+/// the carry.
+void check_scan_body(const Op& op, std::span<const Shape> in, const Graph& body,
+                     std::string_view what, const Shape& carry, std::span<const Shape> rest) {
+  check_body(op, in, body, what, 1);
+  std::vector<NodeId> inputs = body_inputs(body);
+  if (inputs.size() != 1 + rest.size())
+    shape_error(op, in, what, " @", body.name, " has ", inputs.size(), " Input",
+                inputs.size() == 1 ? "" : "s", ", expected ", 1 + rest.size(),
+                " (the carry, then one per bcast and per xs)");
+  check_like(op, in, body.shape(inputs[0]), carry, std::string(what) + "'s carry Input");
+  for (std::size_t i = 0; i < rest.size(); ++i)
+    check_like(op, in, body.shape(inputs[1 + i]), rest[i],
+               std::string(what) + "'s Input " + std::to_string(1 + i));
+  check_like(op, in, body.shape(body.outputs[0]), carry,
+             std::string(what) + "'s output (the next carry)");
+}
+
+Shape scan_rule(const Op& op, std::span<const Shape> in) {
+  const auto& a = op.attrs<ScanAttrs>();
+  if (a.num_bcast < 0 || a.num_xs < 0 || int64_t(in.size()) != 1 + a.num_bcast + a.num_xs)
+    shape_error(op, in, "takes 1 + num_bcast (", a.num_bcast, ") + num_xs (", a.num_xs,
+                ") operands, got ", in.size());
+  check_length(op, in, a.length, a.num_checkpoints);
+  std::vector<Shape> rest(in.begin() + 1, in.begin() + 1 + a.num_bcast);
+  for (Shape& s :
+       per_step_shapes(op, in, std::size_t(1 + a.num_bcast), std::size_t(a.num_xs), a.length))
+    rest.push_back(std::move(s));
+  check_scan_body(op, in, a.body.get(), "body", in[0], rest);
+  if (!a.save_trajectory) return in[0];
+  return stacked(scan_saved_rows(a.length, a.num_checkpoints), in[0]);
+}
+
+Shape scan_backward_rule(const Op& op, std::span<const Shape> in) {
+  const auto& a = op.attrs<ScanBackwardAttrs>();
+  if (a.num_xs < 0 || int64_t(in.size()) != 3 + a.num_xs)
+    shape_error(op, in, "takes 3 + num_xs (", a.num_xs,
+                ") operands [init, trajectory, upstream, xs...], got ", in.size());
+  check_length(op, in, a.length, a.num_checkpoints);
+  const Shape& carry = in[0];
+  std::vector<Shape> steps = per_step_shapes(op, in, 3, std::size_t(a.num_xs), a.length);
+  check_like(op, in, in[1], stacked(scan_saved_rows(a.length, a.num_checkpoints), carry),
+             "the trajectory");
+  check_like(op, in, in[2], a.save_trajectory ? stacked(a.length, carry) : carry,
+             "the upstream cotangent");
+  const Graph& body = a.body_vjp.get();
+  check_body(op, in, body, "body_vjp", std::size_t(1 + a.num_xs));
+  std::optional<NodeId> d_out = body_input(body, kDOutput);
+  if (!d_out) shape_error(op, in, "body_vjp must have an Input named \"", kDOutput, "\"");
+  check_like(op, in, body.shape(*d_out), carry, "body_vjp's Input \"d_output\"");
+  std::vector<NodeId> inputs;
+  for (NodeId id : body_inputs(body))
+    if (id != *d_out) inputs.push_back(id);
+  if (inputs.size() != steps.size() + 1)
+    shape_error(op, in, "body_vjp has ", inputs.size(), " Inputs besides \"d_output\", expected ",
+                steps.size() + 1, " (the carry, then one per xs)");
+  check_like(op, in, body.shape(inputs[0]), carry, "body_vjp's carry Input");
+  check_like(op, in, body.shape(body.outputs[0]), carry, "body_vjp's output 0 (d carry)");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    check_like(op, in, body.shape(inputs[1 + i]), steps[i],
+               "body_vjp's Input " + std::to_string(1 + i));
+    check_like(op, in, body.shape(body.outputs[1 + i]), steps[i],
+               "body_vjp's output " + std::to_string(1 + i) + " (d x_t of xs[" + std::to_string(i) +
+                   "])");
+  }
+  bool checkpointed = a.num_checkpoints > 0 && a.num_checkpoints < a.length;
+  if (checkpointed && !a.forward_body)
+    shape_error(op, in, "num_checkpoints ", a.num_checkpoints, " < length ", a.length,
+                " needs a forward_body to recompute the carries between checkpoints");
+  if (a.forward_body) check_scan_body(op, in, a.forward_body->get(), "forward_body", carry, steps);
+  if (op.kind() == OpKind::ScanBackward) return carry;
+  if (a.xs_idx < 0 || a.xs_idx >= a.num_xs)
+    shape_error(op, in, "xs_idx ", a.xs_idx, " is out of range for ", a.num_xs, " xs");
+  return in[std::size_t(3 + a.xs_idx)];
+}
+
 } // namespace
+
+int64_t scan_saved_rows(int64_t length, int64_t num_checkpoints) {
+  return num_checkpoints > 0 && num_checkpoints < length ? num_checkpoints : length;
+}
+
+int64_t scan_segment_end(int64_t j, int64_t length, int64_t num_checkpoints) {
+  int64_t k = scan_saved_rows(length, num_checkpoints);
+  return (j + 1) * length / k;
+}
+
+namespace {} // namespace
 
 std::vector<NodeId> body_primal_inputs(const Graph& body) {
   std::vector<NodeId> out;
@@ -236,6 +369,11 @@ std::optional<Shape> infer_control(const Op& op, std::span<const Shape> in) {
   switch (op.kind()) {
   case OpKind::CustomFn:
     return custom_fn_rule(op, in);
+  case OpKind::Scan:
+    return scan_rule(op, in);
+  case OpKind::ScanBackward:
+  case OpKind::ScanBackwardXs:
+    return scan_backward_rule(op, in);
   default:
     return std::nullopt;
   }

@@ -1,5 +1,5 @@
-// src/ops/control.hpp -- custom_fn's body conventions, shared by its shape rule, its interpreter
-// kernel, the inline pass and autodiff.
+// src/ops/control.hpp -- the body conventions of custom_fn and scan, shared by their shape rules,
+// interpreter kernels, the inline pass and autodiff.
 #pragma once
 
 #include "rlx/ir/graph.hpp"
@@ -49,5 +49,13 @@ std::vector<NodeId> inline_graph(const Graph& body,
 /// id order take the operands. Returns the id of the value (in g).
 NodeId inline_custom_fn_call(const Graph& g, const Op& op, std::span<const NodeId> operands,
                              const AppendFn& append);
+
+/// Rows a trajectory-saving scan keeps: num_checkpoints K when 0 < K < length, else length.
+int64_t scan_saved_rows(int64_t length, int64_t num_checkpoints);
+
+/// The step after which saved row j is taken: floor((j + 1) * length / rows), so row j of a full
+/// trajectory is the carry after step j + 1 and the last row is the final carry. With K
+/// checkpoints, segment j recomputes steps [end(j - 1), end(j)) from row j - 1 (init for j = 0).
+int64_t scan_segment_end(int64_t j, int64_t length, int64_t num_checkpoints);
 
 } // namespace rlx::ir::detail

@@ -539,6 +539,52 @@ public:
   MultiOutputHandle custom_fn_multi(std::vector<NodeId> inputs, Graph fwd_body,
                                     Loc loc = Loc::current());
 
+  /// Bounded scan (jax.lax.scan): body runs `length` times on the carry, starting from init.
+  /// body has one Input (the carry) and one output (the next carry), both of init's shape; the
+  /// result is the final carry. rlx::Error naming scan, the shapes and the caller's line when
+  /// the body does not fit or length < 1.
+  NodeId scan(NodeId init, Graph body, uint32_t length, Loc loc = Loc::current());
+  /// scan with per-step inputs: body's Inputs in id order are [carry, x_t_0, ...]; xs[i] is
+  /// [length, *per_step_i] and step t sees xs[i][t].
+  NodeId scan_with_xs(NodeId init, const std::vector<NodeId>& xs, Graph body, uint32_t length,
+                      Loc loc = Loc::current());
+  /// scan with broadcast and per-step inputs: body's Inputs are [carry, bcast..., x_t...]; each
+  /// bcast is seen whole at every step.
+  NodeId scan_with_bcasts_and_xs(NodeId init, const std::vector<NodeId>& bcasts,
+                                 const std::vector<NodeId>& xs, Graph body, uint32_t length,
+                                 Loc loc = Loc::current());
+  /// scan returning the stacked trajectory [length, *init]: row t is the carry after step t + 1.
+  NodeId scan_trajectory(NodeId init, Graph body, uint32_t length, Loc loc = Loc::current());
+  /// scan whose backward keeps only num_checkpoints carries (1 <= K <= length) and recomputes
+  /// the segments between them: the forward value is scan's.
+  NodeId scan_checkpointed(NodeId init, Graph body, uint32_t length, uint32_t num_checkpoints,
+                           Loc loc = Loc::current());
+  /// d(init) of a scan (built by autodiff): trajectory is the forward's [length, *init] stack,
+  /// upstream the cotangent of its result ([length, *init] when save_trajectory, else init's
+  /// shape), xs its per-step inputs. body_vjp's Inputs are the body's ([carry, x_t...]) plus
+  /// one named "d_output" (the carry's cotangent); its outputs [d carry, d x_t...].
+  NodeId scan_backward(NodeId init, NodeId trajectory, NodeId upstream,
+                       const std::vector<NodeId>& xs, Graph body_vjp, uint32_t length,
+                       bool save_trajectory, Shape out_shape, Loc loc = Loc::current());
+  /// The stacked d(xs[xs_idx]) ([length, *per_step]) of the same backward sweep.
+  NodeId scan_backward_xs(NodeId init, NodeId trajectory, NodeId upstream,
+                          const std::vector<NodeId>& xs, Graph body_vjp, uint32_t length,
+                          bool save_trajectory, uint32_t xs_idx, Shape out_shape,
+                          Loc loc = Loc::current());
+  /// scan_backward with K checkpoints: when 0 < K < length, trajectory is [K, *init] (row j the
+  /// carry after step floor((j + 1) * length / K)) and forward_body recomputes the rest.
+  NodeId scan_backward_with_checkpoints(NodeId init, NodeId trajectory, NodeId upstream,
+                                        const std::vector<NodeId>& xs, Graph body_vjp,
+                                        uint32_t length, bool save_trajectory,
+                                        uint32_t num_checkpoints, std::optional<Graph> forward_body,
+                                        Shape out_shape, Loc loc = Loc::current());
+  NodeId scan_backward_xs_with_checkpoints(NodeId init, NodeId trajectory, NodeId upstream,
+                                           const std::vector<NodeId>& xs, Graph body_vjp,
+                                           uint32_t length, bool save_trajectory, uint32_t xs_idx,
+                                           uint32_t num_checkpoints,
+                                           std::optional<Graph> forward_body, Shape out_shape,
+                                           Loc loc = Loc::current());
+
   /// Deep structural equality: name, nodes (op, attributes, inputs, shape, label) and outputs.
   friend bool operator==(const Graph& a, const Graph& b) {
     return a.name == b.name && a.outputs == b.outputs && a.nodes_ == b.nodes_;
