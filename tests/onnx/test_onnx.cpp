@@ -148,6 +148,26 @@ TEST_CASE("onnx: the BERT encoder layer exported by PyTorch matches PyTorch on b
   }
 }
 
+TEST_CASE("onnx: bidirectional LSTM and GRU exported by PyTorch match PyTorch on both backends") {
+  const fs::path dir = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_recurrent";
+  rlx::onnx::Model m = rlx::onnx::load((dir / "model.onnx").string());
+  Buffer x = rlx::io::load_npy((dir / "x.npy").string());
+  std::vector<Buffer> want = {rlx::io::load_npy((dir / "y.npy").string()),
+                              rlx::io::load_npy((dir / "h.npy").string())};
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got = rlx::compile(m.graph, backend)->run(leaves_of(m, x));
+    REQUIRE(got.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+      REQUIRE(got[k].shape() == want[k].shape());
+      double worst = 0;
+      for (int64_t i = 0; i < want[k].numel(); ++i)
+        worst = std::max(worst, std::abs(got[k].get_f64(i) - want[k].get_f64(i)));
+      INFO("backend " << int(backend) << ", output " << k);
+      CHECK(worst < 1e-5);
+    }
+  }
+}
+
 TEST_CASE("onnx: a symbolic input dim becomes a dynamic dim that binding specializes") {
   const fs::path dir = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_dynamic";
   rlx::onnx::Model m = rlx::onnx::load((dir / "model.onnx").string());
