@@ -21,6 +21,9 @@ namespace {
 
 enum class Cell { Lstm, Gru, Rnn };
 
+/// Steps (sequence length times directions) the unrolled path builds at most.
+constexpr int64_t kMaxUnrolledSteps = 1 << 16;
+
 struct Act {
   std::string name;
   float alpha = 0, beta = 0;
@@ -358,6 +361,13 @@ void recurrent(Ctx& c, Cell cell) {
     yh = r.hn;
     if (r.cn) yc = *r.cn;
   } else {
+    // Each step adds ~20 nodes: bound what a file can make the importer build.
+    if (S * D > kMaxUnrolledSteps)
+      c.unsupported(rlx::detail::cat(
+          "sequence length ", S, " with ", D,
+          " direction(s) needs the unrolled recurrence (non-default activations, clip, "
+          "peepholes, linear_before_reset=0 or sequence_lens), which rlx builds for at most ",
+          kMaxUnrolledSteps, " steps"));
     std::vector<NodeId> ydirs, hs, cs;
     for (int64_t d = 0; d < D; ++d) {
       bool rev = s.direction == "reverse" || d == 1;

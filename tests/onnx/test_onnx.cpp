@@ -371,6 +371,13 @@ TEST_CASE("onnx: an LSTM/GRU/RNN attribute rlx cannot honour is an error naming 
                  "takes 6") != std::string::npos);
   err = import_error(lstm({{"direction", std::string("sideways")}}, false));
   CHECK(err.find("attribute 'direction' is 'sideways'") != std::string::npos);
+  std::string long_seq =
+      one_node_model("RNN", {{"X", {int64_t(1) << 20, 1, I}}},
+                     {{"W", ramp({1, H, I}, 1)}, {"R", ramp({1, H, H}, 2)}}, {"X", "W", "R"}, {"Y"},
+                     {{"hidden_size", H}, {"clip", 3.0f}});
+  CHECK(
+      import_error(long_seq).find("sequence length 1048576 with 1 direction(s) needs the unrolled "
+                                  "recurrence") != std::string::npos);
   err = import_error(lstm(bidi, true));
   CHECK(err.find("sequence_lens shorter than the sequence (3) with direction 'bidirectional' is "
                  "not supported") != std::string::npos);
