@@ -4,7 +4,8 @@
 // reordered to PyTorch's (i, f, g, o; r, z, n) by slices and a concat of W, R and B, and a
 // reverse-only node runs forward on the flipped sequence. Otherwise the recurrence is unrolled
 // from primitive nodes (matmuls, the named activations, clip as clamp, peepholes, GRU's
-// linear_before_reset=0, forward sequence_lens as a mask). Y is [seq, D, batch, H] (layout=1:
+// linear_before_reset=0, sequence_lens as a mask and, for the reverse direction, a
+// per-sequence flip). Y is [seq, D, batch, H] (layout=1:
 // [batch, seq, D, H]), Y_h and Y_c [D, batch, H] (layout=1: [batch, D, H]).
 #include "importer.hpp"
 
@@ -129,7 +130,7 @@ struct Inputs {
   std::optional<NodeId> b;      ///< [D, 2*G*H]
   std::optional<NodeId> h0, c0; ///< [D, B, H]
   std::optional<NodeId> p;      ///< [D, 3*H]
-  std::optional<NodeId> lens;   ///< [B] int, forward masking (unrolled path)
+  std::optional<NodeId> lens;   ///< [B] int: steps past a length masked (unrolled path)
 };
 
 /// One direction unrolled; x is [S, B, I] in processing order. Returns y [S, B, H] (in
@@ -210,6 +211,28 @@ DirOut unroll(Ctx& c, const Spec& s, const Inputs& in, int64_t d, NodeId x) {
     ys.push_back(g.reshape_(yt, {1, B, H}));
   }
   return {g.concat_(ys, 0), h, cs};
+}
+
+/// v [S, B, K] reversed along the sequence; with sequence_lens, each sequence b within its
+/// length only (step t < len_b reads len_b - 1 - t, later steps stay), as a gather of the
+/// [B * S, K] rows. Its own inverse.
+NodeId flip(Ctx& c, const Inputs& in, int64_t S, int64_t B, NodeId v) {
+  ir::Graph& g = c.g;
+  if (!in.lens) return g.reverse(v, {0});
+  const int64_t K = g.shape(v).sizes()[2];
+  std::vector<double> steps(static_cast<std::size_t>(S)), rows(static_cast<std::size_t>(B));
+  for (int64_t t = 0; t < S; ++t) steps[std::size_t(t)] = double(t);
+  for (int64_t b = 0; b < B; ++b) rows[std::size_t(b)] = double(b * S);
+  NodeId t = c.constant(
+      Buffer::from_f64(ir::Shape::of(std::vector<int64_t>{S, 1}, ir::DType::I64), steps));
+  NodeId base =
+      c.constant(Buffer::from_f64(ir::Shape::of(std::vector<int64_t>{1, B}, ir::DType::I64), rows));
+  // A length past S (known only at run time) reads as S, so every index stays in range.
+  NodeId len = g.clamp(g.reshape_(g.cast(*in.lens, ir::DType::I64), {1, B}), 0, double(S));
+  NodeId back = g.sub(g.sub(len, g.constant(1.0, ir::DType::I64)), t); // [S, B]
+  NodeId idx = g.add(base, g.where_(g.lt(t, len), back, t));
+  NodeId flat = g.reshape_(g.transpose_(v, {1, 0, 2}), {B * S, K});
+  return g.gather_(flat, idx, 0); // [S, B, K]
 }
 
 /// Whether the node fits rlx's lstm/gru/rnn op.
@@ -300,13 +323,7 @@ void recurrent(Ctx& c, Cell cell) {
         if (l < 0 || l > S)
           fail(ErrorKind::Value, "sequence_lens holds ", l, " outside [0, ", S, "]");
     }
-    if (!full) {
-      if (s.direction != "forward")
-        c.unsupported(rlx::detail::cat(
-            "sequence_lens shorter than the sequence (", S, ") with direction '", s.direction,
-            "' is not supported (only forward masks steps past a sequence's length)"));
-      in.lens = c.in(4);
-    }
+    if (!full) in.lens = c.in(4);
   }
 
   NodeId y;                 // [S, D, B, H]
@@ -371,9 +388,9 @@ void recurrent(Ctx& c, Cell cell) {
     std::vector<NodeId> ydirs, hs, cs;
     for (int64_t d = 0; d < D; ++d) {
       bool rev = s.direction == "reverse" || d == 1;
-      NodeId x = rev ? g.reverse(in.x, {0}) : in.x;
+      NodeId x = rev ? flip(c, in, S, B, in.x) : in.x;
       DirOut o = unroll(c, s, in, d, x);
-      NodeId yd = rev ? g.reverse(o.y, {0}) : o.y;
+      NodeId yd = rev ? flip(c, in, S, B, o.y) : o.y;
       ydirs.push_back(g.reshape_(yd, {S, 1, B, H}));
       hs.push_back(g.reshape_(o.h, {1, B, H}));
       cs.push_back(g.reshape_(o.c, {1, B, H}));
