@@ -237,6 +237,12 @@ TEST_CASE("onnx: bidirectional LSTM and GRU exported by PyTorch match PyTorch on
   Buffer x = rlx::io::load_npy((dir / "x.npy").string());
   std::vector<Buffer> want = {rlx::io::load_npy((dir / "y.npy").string()),
                               rlx::io::load_npy((dir / "h.npy").string())};
+  // Default attributes: both nodes become rlx's recurrent ops (the unrolled path is compared
+  // with them below).
+  int ops = 0;
+  for (const rlx::ir::Node& n : m.graph.nodes())
+    ops += n.op.kind() == rlx::ir::OpKind::Lstm || n.op.kind() == rlx::ir::OpKind::Gru;
+  CHECK(ops == 2);
   for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
     std::vector<Buffer> got = rlx::compile(m.graph, backend)->run(leaves_of(m, x));
     REQUIRE(got.size() == 2);
