@@ -5,8 +5,8 @@
 // reverse-only node runs forward on the flipped sequence. Otherwise the recurrence is unrolled
 // from primitive nodes (matmuls, the named activations, clip as clamp, peepholes, GRU's
 // linear_before_reset=0, sequence_lens as a mask and, for the reverse direction, a
-// per-sequence flip). Y is [seq, D, batch, H] (layout=1:
-// [batch, seq, D, H]), Y_h and Y_c [D, batch, H] (layout=1: [batch, D, H]).
+// per-sequence flip). Y is [seq, D, batch, H] (layout=1: [batch, seq, D, H]), Y_h and Y_c
+// [D, batch, H] (layout=1: [batch, D, H]).
 #include "importer.hpp"
 
 #include <algorithm>
