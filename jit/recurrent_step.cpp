@@ -214,9 +214,8 @@ private:
 } // namespace
 
 bool recurrent_handles(const ir::Graph& g, const ir::Node& n) {
-  const ir::OpKind k = n.op.kind();
-  if ((k != ir::OpKind::Lstm && k != ir::OpKind::Gru && k != ir::OpKind::Rnn) ||
-      !gemm_supported() || !n.shape.is_static())
+  if (ir::op_family(n.op.kind()) != ir::Family::Recurrent || !gemm_supported() ||
+      !n.shape.is_static())
     return false;
   const ir::DType t = n.shape.dtype();
   if (t != ir::DType::F32 && t != ir::DType::F64) return false;

@@ -391,6 +391,7 @@ const Rules& rules() {
     add_movement_rules(r);
     add_nn_rules(r);
     add_resize_rules(r);
+    add_recurrent_rules(r);
     return r;
   }();
   return table;

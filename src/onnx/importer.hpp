@@ -103,6 +103,7 @@ void add_reduce_rules(Rules& r);
 void add_movement_rules(Rules& r);
 void add_nn_rules(Rules& r);
 void add_resize_rules(Rules& r);
+void add_recurrent_rules(Rules& r);
 
 /// All rules, built once.
 const Rules& rules();

@@ -10,10 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <variant>
 
 namespace fs = std::filesystem;
 using rlx::Buffer;
@@ -48,6 +51,86 @@ std::vector<const Buffer*> leaves_of(const rlx::onnx::Model& m, const Buffer& x)
       leaves.push_back(&m.params.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
   }
   return leaves;
+}
+
+// ---- A minimal ONNX writer (protobuf wire format) for one-node models built in a test.
+std::string varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out += char((v & 0x7f) | 0x80);
+  return out + char(v);
+}
+std::string field(int num, const std::string& bytes) { // length-delimited
+  return varint(uint64_t(num) << 3 | 2) + varint(bytes.size()) + bytes;
+}
+std::string field_int(int num, int64_t v) {
+  return varint(uint64_t(num) << 3) + varint(uint64_t(v));
+}
+
+struct OnnxAttr {
+  std::string name;
+  std::variant<int64_t, float, std::string, std::vector<std::string>> v;
+};
+
+/// A ModelProto (opset 14) of one node `op` with float inputs `inputs` (name, dims), initializers
+/// `inits`, outputs `outputs` (names; "" skips one) and attributes `attrs`.
+std::string one_node_model(const std::string& op,
+                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+                           const std::vector<std::pair<std::string, Buffer>>& inits,
+                           const std::vector<std::string>& node_inputs,
+                           const std::vector<std::string>& outputs,
+                           const std::vector<OnnxAttr>& attrs) {
+  std::string node;
+  for (const std::string& n : node_inputs) node += field(1, n);
+  for (const std::string& n : outputs) node += field(2, n);
+  node += field(3, "rec") + field(4, op);
+  for (const OnnxAttr& a : attrs) {
+    std::string at = field(1, a.name);
+    if (auto* i = std::get_if<int64_t>(&a.v)) at += field_int(3, *i) + field_int(20, 2);
+    if (auto* f = std::get_if<float>(&a.v)) {
+      char raw[4];
+      std::memcpy(raw, f, 4);
+      at += varint(2 << 3 | 5) + std::string(raw, 4) + field_int(20, 1);
+    }
+    if (auto* str = std::get_if<std::string>(&a.v)) at += field(4, *str) + field_int(20, 3);
+    if (auto* list = std::get_if<std::vector<std::string>>(&a.v)) {
+      for (const std::string& e : *list) at += field(9, e);
+      at += field_int(20, 8);
+    }
+    node += field(5, at);
+  }
+  std::string graph = field(1, node) + field(2, "g");
+  for (const auto& [name, value] : inits) graph += field(5, rlx::onnx::write_tensor(value, name));
+  for (const auto& [name, dims] : inputs) {
+    std::string shape;
+    for (int64_t d : dims) shape += field(1, field_int(1, d));
+    std::string tensor = field_int(1, name == "lens" ? 7 : 1) + field(2, shape);
+    graph += field(11, field(1, name) + field(2, field(1, tensor)));
+  }
+  for (const std::string& n : outputs)
+    if (!n.empty()) graph += field(12, field(1, n));
+  return field_int(1, 7) + field(8, field(1, "") + field_int(2, 14)) + field(7, graph);
+}
+
+/// Deterministic values in [-1, 1) for a test's weights and inputs.
+Buffer ramp(std::vector<int64_t> dims, int salt) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[std::size_t(i)] = float(((i * 37 + salt * 11) % 41) - 20) / 20.0f;
+  return Buffer::f32(dims, v);
+}
+
+/// The model's outputs on the JIT, its Inputs fed by name.
+std::vector<Buffer> run_named(const rlx::onnx::Model& m, const std::map<std::string, Buffer>& in) {
+  std::vector<const Buffer*> leaves;
+  for (const rlx::ir::Node& n : m.graph.nodes()) {
+    if (n.op.kind() == rlx::ir::OpKind::Input)
+      leaves.push_back(&in.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
+    if (n.op.kind() == rlx::ir::OpKind::Param)
+      leaves.push_back(&m.params.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
+  }
+  return rlx::compile(m.graph, rlx::Backend::Jit)->run(leaves);
 }
 
 } // namespace
@@ -146,6 +229,171 @@ TEST_CASE("onnx: the BERT encoder layer exported by PyTorch matches PyTorch on b
     INFO("backend " << int(backend));
     CHECK(worst < 1e-5);
   }
+}
+
+TEST_CASE("onnx: bidirectional LSTM and GRU exported by PyTorch match PyTorch on both backends") {
+  const fs::path dir = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_recurrent";
+  rlx::onnx::Model m = rlx::onnx::load((dir / "model.onnx").string());
+  Buffer x = rlx::io::load_npy((dir / "x.npy").string());
+  std::vector<Buffer> want = {rlx::io::load_npy((dir / "y.npy").string()),
+                              rlx::io::load_npy((dir / "h.npy").string())};
+  // Default attributes: both nodes become rlx's recurrent ops (the unrolled path is compared
+  // with them below).
+  int ops = 0;
+  for (const rlx::ir::Node& n : m.graph.nodes())
+    ops += n.op.kind() == rlx::ir::OpKind::Lstm || n.op.kind() == rlx::ir::OpKind::Gru;
+  CHECK(ops == 2);
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got = rlx::compile(m.graph, backend)->run(leaves_of(m, x));
+    REQUIRE(got.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+      REQUIRE(got[k].shape() == want[k].shape());
+      double worst = 0;
+      for (int64_t i = 0; i < want[k].numel(); ++i)
+        worst = std::max(worst, std::abs(got[k].get_f64(i) - want[k].get_f64(i)));
+      INFO("backend " << int(backend) << ", output " << k);
+      CHECK(worst < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("onnx: an LSTM/GRU/RNN unrolled from primitives (a clip that never binds) matches rlx's "
+          "recurrent op, per direction") {
+  const int64_t S = 4, B = 2, I = 3, H = 5;
+  struct Case {
+    const char* op;
+    int64_t gates;
+    std::vector<OnnxAttr> extra;
+  };
+  const Case cases[] = {{"LSTM", 4, {}},
+                        {"GRU", 3, {{"linear_before_reset", int64_t(1)}}},
+                        {"RNN", 1, {}},
+                        {"RNN", 1, {{"activations", std::vector<std::string>{"Relu", "Relu"}}}}};
+  for (const Case& c : cases) {
+    for (const char* dir : {"forward", "reverse", "bidirectional"}) {
+      CAPTURE(c.op);
+      CAPTURE(dir);
+      const int64_t D = std::string(dir) == "bidirectional" ? 2 : 1;
+      if (c.extra.size() == 1 && c.extra[0].name == "activations" && D == 1) continue;
+      std::vector<std::pair<std::string, Buffer>> inits = {{"W", ramp({D, c.gates * H, I}, 1)},
+                                                           {"R", ramp({D, c.gates * H, H}, 2)},
+                                                           {"B", ramp({D, 2 * c.gates * H}, 3)},
+                                                           {"h0", ramp({D, B, H}, 4)}};
+      std::vector<std::string> ins = {"X", "W", "R", "B", "", "h0"};
+      std::vector<std::string> outs = {"Y", "Y_h"};
+      if (std::string(c.op) == "LSTM") {
+        inits.push_back({"c0", ramp({D, B, H}, 5)});
+        ins.push_back("c0");
+        outs.push_back("Y_c");
+      }
+      std::vector<OnnxAttr> attrs = c.extra;
+      attrs.push_back({"direction", std::string(dir)});
+      attrs.push_back({"hidden_size", H});
+      std::map<std::string, Buffer> feed = {{"X", ramp({S, B, I}, 6)}};
+      rlx::onnx::Model op_model = rlx::onnx::parse_model(
+          one_node_model(c.op, {{"X", {S, B, I}}}, inits, ins, outs, attrs), "op.onnx");
+      attrs.push_back({"clip", 1e6f});
+      rlx::onnx::Model unrolled = rlx::onnx::parse_model(
+          one_node_model(c.op, {{"X", {S, B, I}}}, inits, ins, outs, attrs), "unrolled.onnx");
+      auto has_recurrent = [](const rlx::onnx::Model& m) {
+        for (const rlx::ir::Node& n : m.graph.nodes())
+          if (n.op.kind() == rlx::ir::OpKind::Lstm || n.op.kind() == rlx::ir::OpKind::Gru ||
+              n.op.kind() == rlx::ir::OpKind::Rnn)
+            return true;
+        return false;
+      };
+      CHECK(has_recurrent(op_model));
+      CHECK(!has_recurrent(unrolled));
+      std::vector<Buffer> a = run_named(op_model, feed), b = run_named(unrolled, feed);
+      REQUIRE(a.size() == outs.size());
+      REQUIRE(b.size() == outs.size());
+      CHECK(a[0].shape() == rlx::ir::Shape({S, D, B, H}, rlx::ir::DType::F32));
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        REQUIRE(a[k].shape() == b[k].shape());
+        for (int64_t i = 0; i < a[k].numel(); ++i)
+          CHECK(a[k].get_f64(i) == doctest::Approx(b[k].get_f64(i)).epsilon(1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("onnx: an RNN's sequence_lens masks the steps past each length, forward and reverse") {
+  const int64_t S = 5, B = 2, I = 3, H = 4, L = 2; // batch 1 has length L
+  std::vector<std::pair<std::string, Buffer>> inits = {
+      {"W", ramp({1, H, I}, 1)}, {"R", ramp({1, H, H}, 2)}, {"B", ramp({1, 2 * H}, 3)}};
+  Buffer x = ramp({S, B, I}, 7);
+  std::vector<double> head(static_cast<std::size_t>(L * B * I));
+  for (std::size_t i = 0; i < head.size(); ++i) head[i] = x.get_f64(int64_t(i));
+  Buffer x_head = Buffer::from_f64(rlx::ir::Shape({L, B, I}, rlx::ir::DType::F32), head);
+  for (const char* dir : {"forward", "reverse"}) {
+    CAPTURE(dir);
+    std::vector<OnnxAttr> attrs = {{"hidden_size", H}, {"direction", std::string(dir)}};
+    rlx::onnx::Model m =
+        rlx::onnx::parse_model(one_node_model("RNN", {{"X", {S, B, I}}, {"lens", {B}}}, inits,
+                                              {"X", "W", "R", "B", "lens"}, {"Y", "Y_h"}, attrs),
+                               "rnn.onnx");
+    // The same RNN on the first L steps only, without sequence_lens.
+    rlx::onnx::Model short_m = rlx::onnx::parse_model(
+        one_node_model("RNN", {{"X", {L, B, I}}}, inits, {"X", "W", "R", "B"}, {"Y", "Y_h"}, attrs),
+        "short.onnx");
+    auto lens = [&](int64_t second) { return Buffer::i64({B}, std::vector<int64_t>{S, second}); };
+    std::vector<Buffer> full = run_named(m, {{"X", x}, {"lens", lens(S)}});
+    std::vector<Buffer> part = run_named(m, {{"X", x}, {"lens", lens(L)}});
+    std::vector<Buffer> ref = run_named(short_m, {{"X", x_head}});
+    // Y [S, 1, B, H]: batch 0 as in the full run; batch 1 as the L-step run, then zeros.
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          int64_t i = (t * B + b) * H + j;
+          double want = b == 0 ? full[0].get_f64(i) : t < L ? ref[0].get_f64(i) : 0.0;
+          CHECK(part[0].get_f64(i) == doctest::Approx(want).epsilon(1e-6));
+        }
+    // Y_h [1, B, H]: batch 1's state is the L-step run's.
+    for (int64_t j = 0; j < H; ++j) {
+      CHECK(part[1].get_f64(j) == doctest::Approx(full[1].get_f64(j)).epsilon(1e-6));
+      CHECK(part[1].get_f64(H + j) == doctest::Approx(ref[1].get_f64(H + j)).epsilon(1e-6));
+    }
+    // The L-step run differs from the full one, so the checks above can fail.
+    CHECK(std::abs(ref[1].get_f64(H) - full[1].get_f64(H)) > 1e-3);
+  }
+}
+
+TEST_CASE("onnx: an LSTM/GRU/RNN attribute rlx cannot honour is an error naming it") {
+  const int64_t S = 3, B = 1, I = 2, H = 2;
+  auto lstm = [&](std::vector<OnnxAttr> attrs) {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> inputs = {{"X", {S, B, I}}};
+    std::vector<std::string> ins = {"X", "W", "R"};
+    attrs.push_back({"hidden_size", H});
+    return one_node_model("LSTM", inputs,
+                          {{"W", ramp({2, 4 * H, I}, 1)}, {"R", ramp({2, 4 * H, H}, 2)}}, ins,
+                          {"Y"}, attrs);
+  };
+  std::vector<OnnxAttr> bidi = {{"direction", std::string("bidirectional")}};
+  auto with = [&](OnnxAttr a) {
+    std::vector<OnnxAttr> v = bidi;
+    v.push_back(a);
+    return v;
+  };
+  std::string err = import_error(lstm(with({"input_forget", int64_t(1)})));
+  CHECK(err.find("node 'rec' (LSTM, opset 14): attribute 'input_forget' = 1") != std::string::npos);
+  err = import_error(
+      lstm(with({"activations",
+                 std::vector<std::string>{"Sigmoid", "Gelu", "Tanh", "Sigmoid", "Tanh", "Tanh"}})));
+  CHECK(err.find("node 'rec' (LSTM, opset 14): attribute 'activations' names 'Gelu'") !=
+        std::string::npos);
+  err = import_error(
+      lstm(with({"activations", std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}})));
+  CHECK(err.find("attribute 'activations' has 3 functions; LSTM with direction 'bidirectional' "
+                 "takes 6") != std::string::npos);
+  err = import_error(lstm({{"direction", std::string("sideways")}}));
+  CHECK(err.find("attribute 'direction' is 'sideways'") != std::string::npos);
+  std::string long_seq =
+      one_node_model("RNN", {{"X", {int64_t(1) << 20, 1, I}}},
+                     {{"W", ramp({1, H, I}, 1)}, {"R", ramp({1, H, H}, 2)}}, {"X", "W", "R"}, {"Y"},
+                     {{"hidden_size", H}, {"clip", 3.0f}});
+  CHECK(
+      import_error(long_seq).find("sequence length 1048576 with 1 direction(s) needs the unrolled "
+                                  "recurrence") != std::string::npos);
 }
 
 TEST_CASE("onnx: a symbolic input dim becomes a dynamic dim that binding specializes") {
