@@ -39,6 +39,7 @@ public:
   }
 
   std::vector<Buffer> run(std::span<const Buffer* const> leaves) const override {
+    rlx::detail::WorkScope work; // not to be abandoned: a safe point per step comes soon
     const ir::Graph& g = lir_.mir;
     std::vector<Buffer> owned(g.len());
     std::vector<const Buffer*> values = interp::feed_leaves(g, leaves);

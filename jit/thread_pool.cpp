@@ -175,7 +175,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 
 int num_threads() { return threads::pool().threads(); }
 
-bool abandon_is_safe() noexcept { return threads::t_in_job == 0; }
+bool abandon_is_safe() noexcept { return threads::t_in_job == 0 && detail::work_allows_abandon(); }
 
 void set_num_threads(int n) {
   if (n < 1 || n > 1024)

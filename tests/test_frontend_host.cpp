@@ -198,6 +198,30 @@ TEST_CASE("host: a pending interrupt stops the next run on either backend with a
   }
 }
 
+// Regression: rlx-repl abandoned a cell (siglongjmp) while the interrupt error of a parallel
+// step was being thrown, inside malloc, and the next cell hung on malloc's lock.
+TEST_CASE("host: frames are not abandoned while rlx works on them or while an interrupt error "
+          "leaves them, and are again after clear_interrupt") {
+  rlx::clear_interrupt();
+  CHECK(rlx::abandon_is_safe());
+  {
+    rlx::detail::WorkScope outer;
+    CHECK_FALSE(rlx::abandon_is_safe());
+    {
+      rlx::detail::WorkScope inner;
+      CHECK_FALSE(rlx::abandon_is_safe());
+    }
+    CHECK_FALSE(rlx::abandon_is_safe()); // the outer scope still works
+  }
+  CHECK(rlx::abandon_is_safe());
+  rlx::request_interrupt();
+  rlx::test::check_error([] { rlx::detail::check_interrupt("a test loop"); },
+                         rlx::ErrorKind::Interrupted, "interrupted in a test loop");
+  CHECK_FALSE(rlx::abandon_is_safe()); // the error is on its way out of the cell
+  rlx::clear_interrupt();              // the host's next cell
+  CHECK(rlx::abandon_is_safe());
+}
+
 TEST_CASE("host: clear_interrupt drops a request nothing took") {
   rlx::request_interrupt();
   rlx::clear_interrupt();

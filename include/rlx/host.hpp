@@ -22,15 +22,32 @@ bool interrupt_requested() noexcept;
 void frames_abandoned() noexcept;
 
 /// Whether the calling thread's frames may be abandoned now without leaving other threads
-/// working on them: false while it waits for a job on rlx's thread pool (a parallel step, whose
-/// chunks run on the pool's threads and read the job's frames). Async-signal-safe. A host that
-/// abandons a cell on an interrupt waits until it is true: after an interrupt request the job's
-/// threads skip their remaining chunks, so it ends when the chunks in flight do.
+/// working on them or a lock held: false while it waits for a job on rlx's thread pool (a
+/// parallel step, whose chunks run on the pool's threads and read the job's frames), while it
+/// compiles or runs an executable (its frames may hold rlx's locks or the C library's, malloc's
+/// among them), and for two seconds after a safe point threw for an interrupt (the error is on
+/// its way out of the cell). Async-signal-safe. A host that abandons a cell on an interrupt
+/// waits until it is true: after an interrupt request each of those ends soon.
 bool abandon_is_safe() noexcept;
 
 namespace detail {
 /// Throw rlx::Error (ErrorKind::Interrupted) naming `where` if an interrupt is pending.
 void check_interrupt(std::string_view where);
+
+/// rlx's own work on the calling thread (compiling a graph, running an executable): while one
+/// lives, abandon_is_safe() is false. It must not span user code that may never return (a
+/// traced lambda), or an interrupted cell could never be abandoned.
+class WorkScope {
+public:
+  WorkScope() noexcept;
+  ~WorkScope();
+  WorkScope(const WorkScope&) = delete;
+  WorkScope& operator=(const WorkScope&) = delete;
+};
+
+/// Whether no WorkScope lives on the calling thread and no safe point threw for an interrupt in
+/// the last two seconds (abandon_is_safe's part outside the thread pool). Async-signal-safe.
+bool work_allows_abandon() noexcept;
 } // namespace detail
 
 } // namespace rlx

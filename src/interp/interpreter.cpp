@@ -127,6 +127,7 @@ std::vector<const Buffer*> feed_leaves(const ir::Graph& g, std::span<const Buffe
 }
 
 std::vector<Buffer> run_leaves(const ir::Graph& g, std::span<const Buffer* const> leaves) {
+  rlx::detail::WorkScope work; // not to be abandoned: a safe point per node comes soon
   if (g.has_dynamic_dims())
     fail(ErrorKind::Runtime, "run: graph @", g.name,
          " has dynamic dims; bind them first (Graph::bind)");

@@ -3,6 +3,7 @@
 
 #include "runtime/backend.hpp"
 
+#include "rlx/host.hpp"
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
 #include "rlx/passes.hpp"
@@ -150,6 +151,7 @@ ExtentPolicy extent_policy() { return ExtentPolicy(extent_policy_slot().load());
 void set_extent_policy(ExtentPolicy policy) { extent_policy_slot().store(int(policy)); }
 
 std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backend, bool* hit) {
+  detail::WorkScope work; // holds the cache's, LLVM's and malloc's locks: not to be abandoned
   if (graph.has_dynamic_dims())
     fail(ErrorKind::Bind, "compile: graph @", graph.name,
          " has dynamic dims; bind them first (Graph::bind)");
