@@ -33,8 +33,8 @@ public:
   /// The importer of a body of `parent`'s (its own graph and names; outer names are captured).
   Importer(const GraphDef& body, std::string source, Importer& parent)
       : def_(body), source_(std::move(source)), options_(parent.options_),
-        graph_(body.name.empty() ? "body" : body.name), parent_(&parent),
-        depth_(parent.depth_ + 1), opset_(parent.opset_) {}
+        graph_(body.name.empty() ? "body" : body.name), parent_(&parent), depth_(parent.depth_ + 1),
+        opset_(parent.opset_) {}
 
   Model run();
   /// Import `body`, a graph attribute of the node being mapped, with these formals. Errors
@@ -311,8 +311,7 @@ void Importer::add_inputs() {
       if (i >= 32 || !(mask & (1u << i))) dynamic_use.insert(n.inputs[i]);
   }
   for (const ValueDef& out : def_.outputs) dynamic_use.insert(out.name);
-  for (const auto& [name, value] : def_.initializers)
-    env_[name] = Entry{std::nullopt, value, true};
+  for (const auto& [name, value] : def_.initializers) env_[name] = Entry{std::nullopt, value, true};
   for (const ValueDef& v : def_.inputs) {
     auto init = env_.find(v.name);
     if (init != env_.end() && init->second.initializer) continue; // IR < 4 lists them as inputs
@@ -460,8 +459,8 @@ Body Importer::run_body(const std::vector<Formal>& formals) {
     if (!v.kind.empty() && v.kind != "tensor")
       fail(ErrorKind::Unsupported, what(v), " is a ", v.kind, "; rlx imports tensor bodies only");
     if (v.elem_type != 0 && dtype_of(v.elem_type) != shape.dtype())
-      fail(ErrorKind::Type, what(v), " is declared ", elem_type_name(v.elem_type),
-           " but receives ", ir::short_str(shape));
+      fail(ErrorKind::Type, what(v), " is declared ", elem_type_name(v.elem_type), " but receives ",
+           ir::short_str(shape));
     bool fits = !v.has_shape || v.dims.size() == shape.rank();
     for (std::size_t k = 0; fits && v.has_shape && k < v.dims.size(); ++k)
       fits = !v.dims[k].value || !shape.dims()[k].is_static() ||

@@ -30,8 +30,8 @@ struct Formal {
 /// outer value the body reads (`captures`, in order of first use), and the body's outputs.
 struct Body {
   ir::Graph graph{"body"};
-  std::vector<ir::NodeId> inputs;  ///< the formals' Inputs
-  std::vector<ir::NodeId> outputs; ///< the body's outputs, in ONNX order
+  std::vector<ir::NodeId> inputs;            ///< the formals' Inputs
+  std::vector<ir::NodeId> outputs;           ///< the body's outputs, in ONNX order
   std::vector<std::optional<Buffer>> values; ///< each output's value when known at load time
   std::vector<std::string> captures;         ///< outer names the body reads
   std::vector<ir::NodeId> capture_inputs;    ///< their Inputs

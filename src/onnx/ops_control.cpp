@@ -105,8 +105,8 @@ struct Packing {
   explicit Packing(Ctx& c, std::vector<Shape> shapes) : parts(std::move(shapes)) {
     bool same = std::all_of(parts.begin(), parts.end(),
                             [&](const Shape& s) { return s.dtype() == parts[0].dtype(); });
-    bool exact =
-        std::all_of(parts.begin(), parts.end(), [](const Shape& s) { return exact_in_f64(s.dtype()); });
+    bool exact = std::all_of(parts.begin(), parts.end(),
+                             [](const Shape& s) { return exact_in_f64(s.dtype()); });
     if (!same && !exact) {
       std::string list;
       for (const Shape& s : parts) list += (list.empty() ? "" : ", ") + ir::short_str(s);
@@ -194,8 +194,7 @@ Results run_recurrence(Ctx& c, const Recurrence& r) {
   NodeId carry = body.input("carry", Shape({p.total}, p.dtype));
   std::map<uint32_t, NodeId> bind;
   for (std::size_t j = 0; j < b.captures.size(); ++j)
-    bind[b.capture_inputs[j].index] =
-        body.input(b.captures[j], b.graph.shape(b.capture_inputs[j]));
+    bind[b.capture_inputs[j].index] = body.input(b.captures[j], b.graph.shape(b.capture_inputs[j]));
   std::vector<NodeId> steps;
   for (std::size_t j = 0; j < r.xs.size(); ++j)
     steps.push_back(body.input(rlx::detail::cat("x", j), drop_leading(c.g.shape(r.xs[j]))));
@@ -207,8 +206,8 @@ Results run_recurrence(Ctx& c, const Recurrence& r) {
     bind[b.inputs[f].index] = id;
   }
   std::vector<NodeId> outs = inline_body(body, b.graph, bind);
-  body.set_outputs({p.pack(body, std::vector<NodeId>(outs.begin() + std::ptrdiff_t(r.skip_out),
-                                                     outs.end()))});
+  body.set_outputs(
+      {p.pack(body, std::vector<NodeId>(outs.begin() + std::ptrdiff_t(r.skip_out), outs.end()))});
 
   // The initial carry: the states, then zeros where the scan outputs go.
   std::vector<NodeId> init = r.states;
@@ -382,9 +381,10 @@ void unroll_loop(Ctx& c, const GraphDef& gd, int64_t trips, std::vector<NodeId> 
   std::vector<std::vector<NodeId>> scans;
   for (int64_t t = 0; t < trips; ++t) {
     Buffer counter = Buffer::i64({}, std::vector<int64_t>{t});
-    std::vector<Formal> formals{{counter.shape(), counter},
-                                {Shape({}, DType::Bool), Buffer::from_i64(Shape({}, DType::Bool),
-                                                                          std::vector<int64_t>{1})}};
+    std::vector<Formal> formals{
+        {counter.shape(), counter},
+        {Shape({}, DType::Bool),
+         Buffer::from_i64(Shape({}, DType::Bool), std::vector<int64_t>{1})}};
     for (NodeId s : states) formals.push_back({c.g.shape(s), std::nullopt});
     Body b = c.body(gd, formals);
     if (b.outputs.size() < 1 + n)
@@ -441,9 +441,9 @@ void loop(Ctx& c) {
   if (trips > kMaxLength)
     c.unsupported(rlx::detail::cat("a trip count of ", trips, " (rlx runs at most 2^30 steps)"));
   std::vector<NodeId> states;
-  std::vector<Formal> formals{{Shape({}, DType::I64), std::nullopt},
-                              {Shape({}, DType::Bool),
-                               Buffer::from_i64(Shape({}, DType::Bool), std::vector<int64_t>{1})}};
+  std::vector<Formal> formals{
+      {Shape({}, DType::I64), std::nullopt},
+      {Shape({}, DType::Bool), Buffer::from_i64(Shape({}, DType::Bool), std::vector<int64_t>{1})}};
   for (std::size_t i = 0; i < n; ++i) {
     c.sizes(2 + i);
     states.push_back(c.in(2 + i));

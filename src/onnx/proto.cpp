@@ -1,6 +1,6 @@
 // src/onnx/proto.cpp -- the only file that reads ONNX protobuf messages: ModelProto into the
-// protobuf-free ModelDef (bodies of graph-valued attributes
-// included, nested at most kMaxGraphDepth deep), and TensorProto to and from Buffer (raw_data and typed fields).
+// protobuf-free ModelDef (the bodies of graph-valued attributes too, nested at most
+// kMaxGraphDepth deep), and TensorProto to and from Buffer (raw_data and typed fields).
 #include "model_def.hpp"
 
 #include "rlx/error.hpp"
@@ -182,7 +182,9 @@ ValueDef value_def(const ::onnx::ValueInfoProto& v, std::string_view source) {
 
 GraphDef graph_def(const ::onnx::GraphProto& g, std::string_view source, int depth);
 
-Attr attr_def(const ::onnx::AttributeProto& a, std::string_view source, int depth) {
+/// `source` names the node (for messages); `file` the model, which names a body's own messages.
+Attr attr_def(const ::onnx::AttributeProto& a, std::string_view source, std::string_view file,
+              int depth) {
   Attr out;
   using AP = ::onnx::AttributeProto;
   switch (a.type()) {
@@ -218,7 +220,7 @@ Attr attr_def(const ::onnx::AttributeProto& a, std::string_view source, int dept
       fail(ErrorKind::Unsupported, where, ": graphs nested more than ", kMaxGraphDepth,
            " deep are not supported");
     out.kind = Attr::Kind::Graph;
-    out.g = std::make_shared<const GraphDef>(graph_def(a.g(), where, depth + 1));
+    out.g = std::make_shared<const GraphDef>(graph_def(a.g(), file, depth + 1));
     break;
   }
   default:
@@ -246,7 +248,7 @@ GraphDef graph_def(const ::onnx::GraphProto& g, std::string_view source, int dep
     nd.outputs.assign(n.output().begin(), n.output().end());
     for (const auto& a : n.attribute()) {
       std::string where = rlx::detail::cat(source, ": node '", n.name(), "' (", n.op_type(), ")");
-      nd.attrs.insert_or_assign(a.name(), attr_def(a, where, depth));
+      nd.attrs.insert_or_assign(a.name(), attr_def(a, where, source, depth));
     }
     out.nodes.push_back(std::move(nd));
   }
