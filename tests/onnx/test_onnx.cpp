@@ -785,3 +785,35 @@ TEST_CASE("onnx: malformed or unsupported Scan bodies are errors naming the node
       }
   }
 }
+
+TEST_CASE("onnx: a Scan inside a Scan's body reads an initializer two graphs out") {
+  // Outer: s [2] over the rows of x [3, 2]; inner: s over the two values of the row, adding
+  // v * k with k an initializer of the model's graph. So s_f = s0 + (sum of x) * k.
+  std::string inner =
+      graph_proto("inner",
+                  {node_proto("Mul", {"v", "k"}, {"vk"}, {}, "mul"),
+                   node_proto("Add", {"t", "vk"}, {"t_out"}, {}, "add")},
+                  {}, {value_info("t", 1, {2}), value_info("v", 1, {})}, {field(1, "t_out")});
+  std::vector<OnnxAttr> scan1{{"body", GraphBytes{inner}}, {"num_scan_inputs", int64_t(1)}};
+  std::string outer =
+      graph_proto("outer", {node_proto("Scan", {"s_in", "row"}, {"s_out"}, scan1, "inner_scan")},
+                  {}, {value_info("s_in", 1, {2}), value_info("row", 1, {2})}, {field(1, "s_out")});
+  std::vector<OnnxAttr> scan2{{"body", GraphBytes{outer}}, {"num_scan_inputs", int64_t(1)}};
+  std::string bytes = model_proto(
+      graph_proto("g", {node_proto("Scan", {"s", "x"}, {"s_f"}, scan2, "outer_scan")},
+                  {{"k", Buffer::f32({2}, std::vector<float>{2.0f, -1.0f})}},
+                  {value_info("s", 1, {2}), value_info("x", 1, {3, 2})}, {field(1, "s_f")}),
+      11);
+  rlx::onnx::Model m = rlx::onnx::parse_model(bytes, "nested.onnx");
+  CHECK(count_ops(m.graph, rlx::ir::OpKind::Scan) == 1); // the inner one is in the body
+  Buffer x = ramp({3, 2}, 5);
+  float sum = 0;
+  for (float v : x.to_f32()) sum += v;
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got =
+        run_named(m, {{"s", Buffer::f32({2}, std::vector<float>{1, 2})}, {"x", x}}, backend);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].get_f64(0) == doctest::Approx(1 + sum * 2.0f).epsilon(1e-6));
+    CHECK(got[0].get_f64(1) == doctest::Approx(2 - sum).epsilon(1e-6));
+  }
+}
