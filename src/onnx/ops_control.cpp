@@ -5,10 +5,10 @@
 // per-step slices xs (Loop's iteration counter an iota). The trajectory's rows give the scan
 // outputs, its last row the final states. Scan's input and output axes and directions are
 // transposes and reverses around the scan; opset 8's batch axis runs one scan per batch row.
-// A Loop whose body needs the counter at load time (a Slice bound, say) is unrolled instead,
-// each iteration imported with the counter known. A Loop's condition must be provably true at
-// every iteration (absent, or the body's condition output known true whenever its input is);
-// otherwise the node is refused.
+// A Loop's condition must be provably true at every iteration (absent, or the body's condition
+// output known true whenever its input is); otherwise the node is refused. A Loop whose body
+// needs the counter at load time (a Slice bound, say) or whose condition depends on it is
+// unrolled instead, each iteration imported with the counter known.
 #include "importer.hpp"
 
 #include <numeric>
@@ -191,13 +191,15 @@ Results run_recurrence(Ctx& c, const Recurrence& r) {
 
   // The scan body: Inputs [carry, bcasts..., x_t...], the ONNX body inlined, the next carry.
   ir::Graph body(b.graph.name);
-  NodeId carry = body.input("carry", Shape({p.total}, p.dtype));
+  // Input names of their own ("scan:", "outer:"), whatever the ONNX names are.
+  NodeId carry = body.input("scan:carry", Shape({p.total}, p.dtype));
   std::map<uint32_t, NodeId> bind;
   for (std::size_t j = 0; j < b.captures.size(); ++j)
-    bind[b.capture_inputs[j].index] = body.input(b.captures[j], b.graph.shape(b.capture_inputs[j]));
+    bind[b.capture_inputs[j].index] =
+        body.input("outer:" + b.captures[j], b.graph.shape(b.capture_inputs[j]));
   std::vector<NodeId> steps;
   for (std::size_t j = 0; j < r.xs.size(); ++j)
-    steps.push_back(body.input(rlx::detail::cat("x", j), drop_leading(c.g.shape(r.xs[j]))));
+    steps.push_back(body.input(rlx::detail::cat("scan:x", j), drop_leading(c.g.shape(r.xs[j]))));
   for (std::size_t f = 0; f < r.roles.size(); ++f) {
     const Role& role = r.roles[f];
     NodeId id = role.kind == Role::State  ? p.unpack(body, carry, role.index, {})
@@ -449,23 +451,28 @@ void loop(Ctx& c) {
     states.push_back(c.in(2 + i));
     formals.push_back({c.shape(2 + i), std::nullopt});
   }
+  // Unrolled, each iteration imported with its counter known: a body that needs the counter at
+  // load time (a Slice bound), or whose condition depends on it. `why` when that fails too.
+  auto unroll_or = [&](const Error& why) {
+    if (why.kind() != ErrorKind::Unsupported || trips == 0 || trips > kMaxUnrolled) throw why;
+    try {
+      unroll_loop(c, gd, trips, states);
+    } catch (const Error&) {
+      throw why;
+    }
+  };
   std::optional<Body> body;
   try {
     body = c.body(gd, formals);
   } catch (const Error& e) {
-    // A body that needs the counter at load time is unrolled when the loop is short.
-    if (e.kind() != ErrorKind::Unsupported || trips == 0 || trips > kMaxUnrolled) throw;
-    try {
-      unroll_loop(c, gd, trips, states);
-    } catch (const Error&) {
-      throw e;
-    }
-    return;
+    return unroll_or(e);
   }
   if (!known_true(body->values.at(0)))
-    c.unsupported(rlx::detail::cat(
-        "the body's condition output '", gd.outputs.at(0).name,
-        "' is not provably true at every iteration; rlx imports loops that run all M iterations"));
+    return unroll_or(Error(
+        ErrorKind::Unsupported,
+        rlx::detail::cat("the body's condition output '", gd.outputs.at(0).name,
+                         "' is not provably true at every iteration; rlx imports loops that run "
+                         "all M iterations")));
   if (body->outputs.size() < 1 + n)
     fail(ErrorKind::Parse, "the body has ", body->outputs.size(), " outputs, fewer than the ",
          1 + n, " it must give");

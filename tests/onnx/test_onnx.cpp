@@ -642,8 +642,8 @@ TEST_CASE("onnx: a Scan with two states, a reversed input and a captured value m
   }
 }
 
-TEST_CASE("onnx: a Loop summing its counter becomes one scan whose results match on both "
-          "backends") {
+TEST_CASE("onnx: a Loop summing its counter becomes one scan (unrolled when its condition reads "
+          "the counter) and matches on both backends") {
   rlx::onnx::Model m = rlx::onnx::parse_model(counter_loop(5), "loop.onnx");
   CHECK(count_ops(m.graph, rlx::ir::OpKind::Scan) == 1);
   for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
@@ -654,6 +654,16 @@ TEST_CASE("onnx: a Loop summing its counter becomes one scan whose results match
     CHECK(got[0].to_f32() == std::vector<float>{10.5f});
     CHECK(got[1].to_f32() == std::vector<float>{0.5f, 1.5f, 3.5f, 6.5f, 10.5f});
   }
+  // A condition on the counter (i < M) is true at every iteration, which the unrolled loop
+  // shows iteration by iteration.
+  rlx::onnx::Model unrolled = rlx::onnx::parse_model(
+      counter_loop(5, node_proto("Less", {"i", "M"}, {"c_out"}, {}, "stop")), "loop.onnx");
+  CHECK(count_ops(unrolled.graph, rlx::ir::OpKind::Scan) == 0);
+  std::vector<Buffer> got =
+      run_named(unrolled, {{"s0", Buffer::f32({}, std::vector<float>{0.5f})}});
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].to_f32() == std::vector<float>{10.5f});
+  CHECK(got[1].to_f32() == std::vector<float>{0.5f, 1.5f, 3.5f, 6.5f, 10.5f});
 }
 
 TEST_CASE("onnx: a Loop whose body needs its counter at load time is unrolled (test_loop11)") {
