@@ -11,6 +11,8 @@
 // unrolled instead, each iteration imported with the counter known.
 #include "importer.hpp"
 
+#include "ops/control.hpp"
+
 #include <numeric>
 
 namespace rlx::onnx::detail {
@@ -39,31 +41,19 @@ std::vector<int64_t> with_lead(std::vector<int64_t> lead, const std::vector<int6
   return lead;
 }
 
-/// Copy the nodes of `body` its outputs need into g, its Inputs bound by `bind` (Input index in
-/// body -> id in g). Returns the outputs' ids in g.
+/// The nodes of `body` its outputs need, copied into g with its Inputs bound by `bind` (Input
+/// index in body -> id in g). Returns the outputs' ids in g.
 std::vector<NodeId> inline_body(ir::Graph& g, const ir::Graph& body,
                                 const std::map<uint32_t, NodeId>& bind) {
-  std::vector<char> live(body.len(), 0);
-  for (NodeId o : body.outputs) live[o.index] = 1;
-  for (std::size_t i = body.len(); i-- > 0;)
-    if (live[i])
-      for (NodeId in : body.nodes()[i].inputs) live[in.index] = 1;
-  std::vector<NodeId> map(body.len());
-  for (const ir::Node& n : body.nodes()) {
-    if (!live[n.id.index]) continue;
-    if (n.op.kind() == OpKind::Input) {
-      auto it = bind.find(n.id.index);
-      RLX_CHECK(it != bind.end(), "inline_body: an unbound Input");
-      map[n.id.index] = it->second;
-      continue;
-    }
-    std::vector<NodeId> ins;
-    for (NodeId i : n.inputs) ins.push_back(map[i.index]);
-    map[n.id.index] = g.append_node(n.op, std::move(ins), n.shape, n.name);
-  }
-  std::vector<NodeId> outs;
-  for (NodeId o : body.outputs) outs.push_back(map[o.index]);
-  return outs;
+  auto bound = [&](const ir::Node& n) {
+    auto it = bind.find(n.id.index);
+    RLX_CHECK(it != bind.end(), "inline_body: an unbound Input");
+    return it->second;
+  };
+  auto append = [&](const Op& op, std::vector<NodeId> ins, Shape shape) {
+    return g.append_node(op, std::move(ins), std::move(shape), std::nullopt);
+  };
+  return ir::detail::inline_graph(body, bound, {}, append);
 }
 
 /// Whether anything in `body` reads Input `id`.
