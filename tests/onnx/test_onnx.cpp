@@ -1,6 +1,7 @@
 // tests/onnx/test_onnx.cpp -- rlx::onnx: TensorProto reading, import errors that name the op, the
-// node and the opset, malformed files (every truncation and garbled bytes of real models), and
-// the BERT encoder layer exported by PyTorch (tests/fixtures/make_onnx_bert.py) on both backends.
+// node and the opset, malformed files (every truncation and garbled bytes of real models), the
+// BERT encoder layer exported by PyTorch (tests/fixtures/make_onnx_bert.py) on both backends,
+// and Scan/Loop models written here (a small protobuf writer) against their recurrences.
 #include <doctest/doctest.h>
 
 #include <rlx/io/npy.hpp>
