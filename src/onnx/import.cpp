@@ -22,14 +22,24 @@ namespace detail {
 
 /// Elements above which a value computed at load time is not computed (it stays a graph value).
 constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
+/// Nodes all the bodies of a model (each import of one, as an unrolled loop makes) may add.
+constexpr int64_t kMaxBodyNodes = int64_t(1) << 22;
 
 class Importer {
 public:
   Importer(const ModelDef& m, std::string_view source, const LoadOptions& options)
-      : m_(m), source_(source), options_(options),
+      : m_(&m), def_(m.graph), source_(source), options_(options),
         graph_(m.graph.name.empty() ? "main" : m.graph.name) {}
+  /// The importer of a body of `parent`'s (its own graph and names; outer names are captured).
+  Importer(const GraphDef& body, std::string source, Importer& parent)
+      : def_(body), source_(std::move(source)), options_(parent.options_),
+        graph_(body.name.empty() ? "body" : body.name), parent_(&parent), depth_(parent.depth_ + 1),
+        opset_(parent.opset_) {}
 
   Model run();
+  /// Import `body`, a graph attribute of the node being mapped, with these formals. Errors
+  /// raised inside name the body (the caller's map_node adds the node).
+  Body import_body(const GraphDef& body, const std::vector<Formal>& formals);
 
   /// What operand names refer to: a graph value, a value known at load time, or both.
   struct Entry {
@@ -51,19 +61,29 @@ public:
 
 private:
   void add_inputs();
+  Body run_body(const std::vector<Formal>& formals);
+  /// The entry of `name`: this graph's, or an outer value captured as a new Input of a body.
+  Entry* find(const std::string& name);
+  Importer& root() { return parent_ ? parent_->root() : *this; }
   void map_node(const NodeDef& n);
   /// Label the nodes made for `n`'s outputs with the ONNX node's name (`name:i` for output i > 0),
   /// so dumps (rlx check --inspect) and errors read in the model's terms.
   void label_outputs(const NodeDef& n, std::size_t mark);
 
-  const ModelDef& m_;
+  const ModelDef* m_ = nullptr; ///< the model (the root importer only)
+  const GraphDef& def_;
   std::string source_;
   const LoadOptions& options_;
   ir::Graph graph_;
   interp::Feed params_;
   std::map<std::string, Entry, std::less<>> env_;
   std::map<uint32_t, std::optional<Buffer>> folded_;
+  Importer* parent_ = nullptr;
+  int depth_ = 0;
   int64_t opset_ = 0;
+  int64_t body_nodes_ = 0; ///< nodes of all bodies imported so far (the root's count)
+  std::vector<std::string> captures_;
+  std::vector<NodeId> capture_inputs_;
 };
 
 // ---- Ctx
@@ -145,6 +165,18 @@ std::optional<Buffer> Ctx::attr_tensor(std::string_view name) {
   return a->t;
 }
 
+const GraphDef& Ctx::attr_graph(std::string_view name) {
+  const Attr* a = find_attr(name, Attr::Kind::Graph);
+  if (!a) fail(ErrorKind::Parse, "the graph attribute '", name, "' is missing");
+  return *a->g;
+}
+
+Body Ctx::body(const GraphDef& body, const std::vector<Formal>& formals) {
+  return imp_.import_body(body, formals);
+}
+
+NodeId Ctx::named(const std::string& name) { return imp_.node_of(name, *this, 0); }
+
 void Ctx::out(std::size_t i, NodeId id) {
   if (!wants(i)) return;
   imp_.define(node.outputs[i], id);
@@ -185,12 +217,27 @@ std::vector<int64_t> to_ints(const Buffer& b) {
 
 // ---- Importer
 
+Importer::Entry* Importer::find(const std::string& name) {
+  if (auto it = env_.find(name); it != env_.end()) return &it->second;
+  if (!parent_) return nullptr;
+  Entry* outer = parent_->find(name);
+  if (!outer) return nullptr;
+  // A body reading an outer value: an Input of the body (a bcast operand of the scan, or the
+  // value itself where the loop is unrolled), folded from the outer value when that is known.
+  ir::Shape shape = outer->node ? parent_->graph_.shape(*outer->node) : outer->value->shape();
+  NodeId id = graph_.input(name, shape);
+  folded_[id.index] = parent_->value_of(name);
+  captures_.push_back(name);
+  capture_inputs_.push_back(id);
+  return &(env_[name] = Entry{id, std::nullopt, false});
+}
+
 NodeId Importer::node_of(const std::string& name, const Ctx& ctx, std::size_t i) {
-  auto it = env_.find(name);
-  if (it == env_.end())
+  Entry* found = find(name);
+  if (!found)
     fail(ErrorKind::Parse, "operand ", i, " '", name, "' is not defined before node '",
          ctx.node.name, "'");
-  Entry& e = it->second;
+  Entry& e = *found;
   if (e.node) return *e.node;
   RLX_CHECK(e.value, "entry without a node or a value");
   if (e.initializer) {
@@ -204,10 +251,10 @@ NodeId Importer::node_of(const std::string& name, const Ctx& ctx, std::size_t i)
 }
 
 std::optional<Buffer> Importer::value_of(const std::string& name) {
-  auto it = env_.find(name);
-  if (it == env_.end()) return std::nullopt;
-  if (it->second.value) return it->second.value;
-  if (it->second.node) return evaluate(*it->second.node);
+  Entry* e = find(name);
+  if (!e) return std::nullopt;
+  if (e->value) return e->value;
+  if (e->node) return evaluate(*e->node);
   return std::nullopt;
 }
 
@@ -237,6 +284,7 @@ void Importer::fold(NodeId id) {
   if (n.op.kind() == ir::OpKind::Param) {
     result = params_.at(n.op.attrs<ir::LeafAttrs>().name);
   } else if (n.op.kind() == ir::OpKind::Input) {
+    if (parent_) return void(folded_[id.index] = std::nullopt); // a body's formal, not given
     auto given = options_.input_values.find(n.op.attrs<ir::LeafAttrs>().name);
     if (given != options_.input_values.end() && given->second.shape() == n.shape)
       result = given->second;
@@ -256,16 +304,15 @@ void Importer::fold(NodeId id) {
 void Importer::add_inputs() {
   // Which graph inputs given in LoadOptions are read only where rlx needs values.
   std::set<std::string, std::less<>> dynamic_use;
-  for (const NodeDef& n : m_.graph.nodes) {
+  for (const NodeDef& n : def_.nodes) {
     auto r = rules().find(n.op_type);
     uint32_t mask = r == rules().end() ? 0 : r->second.static_operands;
     for (std::size_t i = 0; i < n.inputs.size(); ++i)
       if (i >= 32 || !(mask & (1u << i))) dynamic_use.insert(n.inputs[i]);
   }
-  for (const ValueDef& out : m_.graph.outputs) dynamic_use.insert(out.name);
-  for (const auto& [name, value] : m_.graph.initializers)
-    env_[name] = Entry{std::nullopt, value, true};
-  for (const ValueDef& v : m_.graph.inputs) {
+  for (const ValueDef& out : def_.outputs) dynamic_use.insert(out.name);
+  for (const auto& [name, value] : def_.initializers) env_[name] = Entry{std::nullopt, value, true};
+  for (const ValueDef& v : def_.inputs) {
     auto init = env_.find(v.name);
     if (init != env_.end() && init->second.initializer) continue; // IR < 4 lists them as inputs
     std::string what = rlx::detail::cat(source_, ": graph input '", v.name, "'");
@@ -343,7 +390,7 @@ void Importer::label_outputs(const NodeDef& n, std::size_t mark) {
     // params and inputs (named already; an initializer's Param is made by its first user), and
     // not the graph's outputs, which run() names after their values (rlx run's file names).
     NodeId id = *e->second.node;
-    bool graph_output = std::any_of(m_.graph.outputs.begin(), m_.graph.outputs.end(),
+    bool graph_output = std::any_of(def_.outputs.begin(), def_.outputs.end(),
                                     [&](const ValueDef& v) { return v.name == n.outputs[i]; });
     ir::Node& node = graph_.node_mut(id);
     if (id.index < mark || graph_output || node.name || ir::has_trait(node.op.kind(), ir::kFed))
@@ -353,16 +400,16 @@ void Importer::label_outputs(const NodeDef& n, std::size_t mark) {
 }
 
 Model Importer::run() {
-  auto it = m_.opsets.find("");
-  if (it == m_.opsets.end())
+  auto it = m_->opsets.find("");
+  if (it == m_->opsets.end())
     fail(ErrorKind::Unsupported, source_, ": the model imports no version of the default domain");
   opset_ = it->second;
   if (opset_ < 1 || opset_ > 18)
     fail(ErrorKind::Unsupported, source_, ": opset ", opset_, " (rlx maps opsets 1 to 18)");
   add_inputs();
-  for (const NodeDef& n : m_.graph.nodes) map_node(n);
+  for (const NodeDef& n : def_.nodes) map_node(n);
   std::vector<NodeId> outs;
-  for (const ValueDef& v : m_.graph.outputs) {
+  for (const ValueDef& v : def_.outputs) {
     auto e = env_.find(v.name);
     if (e == env_.end())
       fail(ErrorKind::Parse, source_, ": graph output '", v.name, "' is never computed");
@@ -379,8 +426,69 @@ Model Importer::run() {
   model.graph = std::move(graph_);
   model.params = std::move(params_);
   model.opset = opset_;
-  model.producer = m_.producer;
+  model.producer = m_->producer;
   return model;
+}
+
+Body Importer::import_body(const GraphDef& body, const std::vector<Formal>& formals) {
+  if (depth_ + 1 > kMaxGraphDepth)
+    fail(ErrorKind::Unsupported, "bodies nested more than ", kMaxGraphDepth,
+         " deep are not supported");
+  Importer child(body, rlx::detail::cat("body '", body.name, "'"), *this);
+  Body out = child.run_body(formals);
+  Importer& r = root();
+  r.body_nodes_ += int64_t(out.graph.len());
+  if (r.body_nodes_ > kMaxBodyNodes)
+    fail(ErrorKind::Unsupported, "the model's bodies add more than ", kMaxBodyNodes,
+         " nodes (rlx's limit; an unrolled loop counts once per iteration)");
+  return out;
+}
+
+Body Importer::run_body(const std::vector<Formal>& formals) {
+  auto what = [&](const ValueDef& v) { return rlx::detail::cat(source_, ": '", v.name, "'"); };
+  if (formals.size() != def_.inputs.size())
+    fail(ErrorKind::Parse, source_, " has ", def_.inputs.size(), " inputs, but the node gives it ",
+         formals.size());
+  // Initializers of a body are constants there (a body has no params); inputs shadow them.
+  for (const auto& [name, value] : def_.initializers)
+    env_[name] = Entry{std::nullopt, value, false};
+  Body out;
+  for (std::size_t i = 0; i < formals.size(); ++i) {
+    const ValueDef& v = def_.inputs[i];
+    const ir::Shape& shape = formals[i].shape;
+    if (!v.kind.empty() && v.kind != "tensor")
+      fail(ErrorKind::Unsupported, what(v), " is a ", v.kind, "; rlx imports tensor bodies only");
+    if (v.elem_type != 0 && dtype_of(v.elem_type) != shape.dtype())
+      fail(ErrorKind::Type, what(v), " is declared ", elem_type_name(v.elem_type), " but receives ",
+           ir::short_str(shape));
+    bool fits = !v.has_shape || v.dims.size() == shape.rank();
+    for (std::size_t k = 0; fits && v.has_shape && k < v.dims.size(); ++k)
+      fits = !v.dims[k].value || !shape.dims()[k].is_static() ||
+             *v.dims[k].value == shape.dims()[k].size();
+    if (!fits)
+      fail(ErrorKind::Shape, what(v), "'s declared shape does not fit ", ir::short_str(shape),
+           ", which it receives");
+    NodeId id = graph_.input(v.name, shape);
+    folded_[id.index] = formals[i].value;
+    env_[v.name] = Entry{id, std::nullopt, false};
+    out.inputs.push_back(id);
+  }
+  for (const NodeDef& n : def_.nodes) map_node(n);
+  if (def_.outputs.empty()) fail(ErrorKind::Parse, source_, " has no outputs");
+  for (const ValueDef& v : def_.outputs) {
+    if (!v.kind.empty() && v.kind != "tensor")
+      fail(ErrorKind::Unsupported, what(v), " is a ", v.kind, "; rlx imports tensor bodies only");
+    if (!find(v.name)) fail(ErrorKind::Parse, what(v), ", an output, is never computed");
+    NodeDef none;
+    Ctx ctx(*this, graph_, none, opset_);
+    out.outputs.push_back(node_of(v.name, ctx, 0));
+    out.values.push_back(value_of(v.name));
+  }
+  out.captures = captures_;
+  out.capture_inputs = capture_inputs_;
+  graph_.set_outputs(out.outputs);
+  out.graph = std::move(graph_);
+  return out;
 }
 
 const Rules& rules() {
@@ -392,6 +500,7 @@ const Rules& rules() {
     add_nn_rules(r);
     add_resize_rules(r);
     add_recurrent_rules(r);
+    add_control_rules(r);
     return r;
   }();
   return table;

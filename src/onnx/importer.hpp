@@ -19,6 +19,24 @@ namespace rlx::onnx::detail {
 
 class Importer;
 
+/// A formal input of a body (a Scan or Loop's body graph): the shape rlx gives it and, when known
+/// at load time, its value (the body folds what depends only on known values).
+struct Formal {
+  ir::Shape shape;
+  std::optional<Buffer> value;
+};
+
+/// A body imported as a graph of its own: one Input per formal (in order), then one Input per
+/// outer value the body reads (`captures`, in order of first use), and the body's outputs.
+struct Body {
+  ir::Graph graph{"body"};
+  std::vector<ir::NodeId> inputs;            ///< the formals' Inputs
+  std::vector<ir::NodeId> outputs;           ///< the body's outputs, in ONNX order
+  std::vector<std::optional<Buffer>> values; ///< each output's value when known at load time
+  std::vector<std::string> captures;         ///< outer names the body reads
+  std::vector<ir::NodeId> capture_inputs;    ///< their Inputs
+};
+
 /// One node being mapped. Operand accessors create the graph values they need (a Param for an
 /// initializer); attribute accessors record what the rule read, and the importer rejects a node
 /// carrying an attribute its rule never read.
@@ -61,6 +79,14 @@ public:
   std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> def = {});
   std::vector<float> attr_floats(std::string_view name);
   std::optional<Buffer> attr_tensor(std::string_view name);
+  /// The graph of a graph-valued attribute; Parse error when it is missing or of another type.
+  const GraphDef& attr_graph(std::string_view name);
+  /// Import `body` (a graph attribute of this node) with these formal inputs; errors name the
+  /// body's node. Each call counts against the model's budget of imported nodes.
+  Body body(const GraphDef& body, const std::vector<Formal>& formals);
+  /// The value named `name` in this node's scope (an operand, or a value a body captured).
+  ir::NodeId named(const std::string& name);
+
   /// Accept an attribute without reading it (one with no effect on inference).
   void ignore(std::string_view name) { used_.insert(std::string(name)); }
   const std::set<std::string, std::less<>>& used() const { return used_; }
@@ -104,6 +130,7 @@ void add_movement_rules(Rules& r);
 void add_nn_rules(Rules& r);
 void add_resize_rules(Rules& r);
 void add_recurrent_rules(Rules& r);
+void add_control_rules(Rules& r);
 
 /// All rules, built once.
 const Rules& rules();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,9 +15,12 @@
 
 namespace rlx::onnx::detail {
 
-/// One attribute of a node. Graph-valued attributes (control flow) are only flagged.
+struct GraphDef;
+
+/// One attribute of a node. A graph-valued attribute (a Scan or Loop body) holds its graph;
+/// lists of graphs are only flagged (Other).
 struct Attr {
-  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Other };
+  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph, Other };
   Kind kind = Kind::Other;
   float f = 0;
   int64_t i = 0;
@@ -25,6 +29,7 @@ struct Attr {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+  std::shared_ptr<const GraphDef> g;
 };
 
 struct NodeDef {
@@ -59,6 +64,10 @@ struct ModelDef {
   std::map<std::string, int64_t, std::less<>> opsets; ///< domain -> version ("" is ai.onnx)
   std::string producer;
 };
+
+/// Graph-valued attributes nest at most this deep (a body inside a body inside the model's graph
+/// is depth 2); deeper is a Parse error.
+constexpr int kMaxGraphDepth = 16;
 
 /// Decode a serialized ModelProto; rlx::Error (Parse or Unsupported) naming `source`.
 ModelDef decode_model(std::string_view bytes, std::string_view source);

@@ -1,5 +1,6 @@
 // src/onnx/proto.cpp -- the only file that reads ONNX protobuf messages: ModelProto into the
-// protobuf-free ModelDef, and TensorProto to and from Buffer (raw_data and typed fields).
+// protobuf-free ModelDef (the bodies of graph-valued attributes too, nested at most
+// kMaxGraphDepth deep), and TensorProto to and from Buffer (raw_data and typed fields).
 #include "model_def.hpp"
 
 #include "rlx/error.hpp"
@@ -179,7 +180,11 @@ ValueDef value_def(const ::onnx::ValueInfoProto& v, std::string_view source) {
   return out;
 }
 
-Attr attr_def(const ::onnx::AttributeProto& a, std::string_view source) {
+GraphDef graph_def(const ::onnx::GraphProto& g, std::string_view source, int depth);
+
+/// `source` names the node (for messages); `file` the model, which names a body's own messages.
+Attr attr_def(const ::onnx::AttributeProto& a, std::string_view source, std::string_view file,
+              int depth) {
   Attr out;
   using AP = ::onnx::AttributeProto;
   switch (a.type()) {
@@ -208,9 +213,44 @@ Attr attr_def(const ::onnx::AttributeProto& a, std::string_view source) {
     out.kind = Attr::Kind::Strings;
     out.strings.assign(a.strings().begin(), a.strings().end());
     break;
+  case AP::GRAPH: {
+    std::string where = detail_name(source, a.name());
+    if (!a.has_g()) fail(ErrorKind::Parse, where, ": a GRAPH attribute without a graph");
+    if (depth >= kMaxGraphDepth)
+      fail(ErrorKind::Unsupported, where, ": graphs nested more than ", kMaxGraphDepth,
+           " deep are not supported");
+    out.kind = Attr::Kind::Graph;
+    out.g = std::make_shared<const GraphDef>(graph_def(a.g(), file, depth + 1));
+    break;
+  }
   default:
     out.kind = Attr::Kind::Other;
     break;
+  }
+  return out;
+}
+
+GraphDef graph_def(const ::onnx::GraphProto& g, std::string_view source, int depth) {
+  GraphDef out;
+  out.name = g.name();
+  for (const auto& t : g.initializer())
+    out.initializers.emplace_back(t.name(), tensor_to_buffer(t, source));
+  if (g.sparse_initializer_size() > 0)
+    fail(ErrorKind::Unsupported, source, ": sparse initializers are not supported");
+  for (const auto& v : g.input()) out.inputs.push_back(value_def(v, source));
+  for (const auto& v : g.output()) out.outputs.push_back(value_def(v, source));
+  for (const auto& n : g.node()) {
+    NodeDef nd;
+    nd.op_type = n.op_type();
+    nd.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    nd.name = n.name();
+    nd.inputs.assign(n.input().begin(), n.input().end());
+    nd.outputs.assign(n.output().begin(), n.output().end());
+    for (const auto& a : n.attribute()) {
+      std::string where = rlx::detail::cat(source, ": node '", n.name(), "' (", n.op_type(), ")");
+      nd.attrs.insert_or_assign(a.name(), attr_def(a, where, source, depth));
+    }
+    out.nodes.push_back(std::move(nd));
   }
   return out;
 }
@@ -248,27 +288,7 @@ ModelDef decode_model(std::string_view bytes, std::string_view source) {
     out.opsets[domain] = o.version();
   }
   if (m.opset_import_size() == 0) out.opsets[""] = 1; // IR version 2 models: opset 1
-  const ::onnx::GraphProto& g = m.graph();
-  out.graph.name = g.name();
-  for (const auto& t : g.initializer())
-    out.graph.initializers.emplace_back(t.name(), tensor_to_buffer(t, source));
-  if (g.sparse_initializer_size() > 0)
-    fail(ErrorKind::Unsupported, source, ": sparse initializers are not supported");
-  for (const auto& v : g.input()) out.graph.inputs.push_back(value_def(v, source));
-  for (const auto& v : g.output()) out.graph.outputs.push_back(value_def(v, source));
-  for (const auto& n : g.node()) {
-    NodeDef nd;
-    nd.op_type = n.op_type();
-    nd.domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    nd.name = n.name();
-    nd.inputs.assign(n.input().begin(), n.input().end());
-    nd.outputs.assign(n.output().begin(), n.output().end());
-    for (const auto& a : n.attribute()) {
-      std::string where = rlx::detail::cat(source, ": node '", n.name(), "' (", n.op_type(), ")");
-      nd.attrs.insert_or_assign(a.name(), attr_def(a, where));
-    }
-    out.graph.nodes.push_back(std::move(nd));
-  }
+  out.graph = graph_def(m.graph(), source, 0);
   return out;
 }
 

@@ -41,8 +41,6 @@ std::string read_file(const fs::path& p) {
 std::string skip_reason(const rlx::onnx::ModelSummary& s, const std::set<std::string>& supported) {
   static const std::map<std::string, std::string> kCategory = {
       {"If", "control flow"},
-      {"Loop", "control flow"},
-      {"Scan", "control flow"},
       {"SequenceInsert", "sequences"},
       {"SequenceAt", "sequences"},
       {"SequenceEmpty", "sequences"},

@@ -1,6 +1,7 @@
 // tests/onnx/test_onnx.cpp -- rlx::onnx: TensorProto reading, import errors that name the op, the
-// node and the opset, malformed files (every truncation and garbled bytes of real models), and
-// the BERT encoder layer exported by PyTorch (tests/fixtures/make_onnx_bert.py) on both backends.
+// node and the opset, malformed files (every truncation and garbled bytes of real models), the
+// BERT encoder layer exported by PyTorch (tests/fixtures/make_onnx_bert.py) on both backends,
+// and Scan/Loop models written here (a small protobuf writer) against their recurrences.
 #include <doctest/doctest.h>
 
 #include <rlx/io/npy.hpp>
@@ -66,23 +67,26 @@ std::string field_int(int num, int64_t v) {
   return varint(uint64_t(num) << 3) + varint(uint64_t(v));
 }
 
-struct OnnxAttr {
-  std::string name;
-  std::variant<int64_t, float, std::string, std::vector<std::string>> v;
+/// A graph-valued attribute: a serialized GraphProto.
+struct GraphBytes {
+  std::string bytes;
 };
 
-/// A ModelProto (opset 14) of one node `op` with float inputs `inputs` (name, dims), initializers
-/// `inits`, outputs `outputs` (names; "" skips one) and attributes `attrs`.
-std::string one_node_model(const std::string& op,
-                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
-                           const std::vector<std::pair<std::string, Buffer>>& inits,
-                           const std::vector<std::string>& node_inputs,
-                           const std::vector<std::string>& outputs,
-                           const std::vector<OnnxAttr>& attrs) {
+struct OnnxAttr {
+  std::string name;
+  std::variant<int64_t, float, std::string, std::vector<std::string>, std::vector<int64_t>,
+               GraphBytes>
+      v;
+};
+
+/// A NodeProto named `name`.
+std::string node_proto(const std::string& op, const std::vector<std::string>& inputs,
+                       const std::vector<std::string>& outputs, const std::vector<OnnxAttr>& attrs,
+                       const std::string& name = "rec") {
   std::string node;
-  for (const std::string& n : node_inputs) node += field(1, n);
+  for (const std::string& n : inputs) node += field(1, n);
   for (const std::string& n : outputs) node += field(2, n);
-  node += field(3, "rec") + field(4, op);
+  node += field(3, name) + field(4, op);
   for (const OnnxAttr& a : attrs) {
     std::string at = field(1, a.name);
     if (auto* i = std::get_if<int64_t>(&a.v)) at += field_int(3, *i) + field_int(20, 2);
@@ -96,19 +100,56 @@ std::string one_node_model(const std::string& op,
       for (const std::string& e : *list) at += field(9, e);
       at += field_int(20, 8);
     }
+    if (auto* ints = std::get_if<std::vector<int64_t>>(&a.v)) {
+      for (int64_t e : *ints) at += field_int(8, e);
+      at += field_int(20, 7);
+    }
+    if (auto* g = std::get_if<GraphBytes>(&a.v)) at += field(6, g->bytes) + field_int(20, 5);
     node += field(5, at);
   }
-  std::string graph = field(1, node) + field(2, "g");
-  for (const auto& [name, value] : inits) graph += field(5, rlx::onnx::write_tensor(value, name));
-  for (const auto& [name, dims] : inputs) {
-    std::string shape;
-    for (int64_t d : dims) shape += field(1, field_int(1, d));
-    std::string tensor = field_int(1, name == "lens" ? 7 : 1) + field(2, shape);
-    graph += field(11, field(1, name) + field(2, field(1, tensor)));
-  }
+  return node;
+}
+
+/// A ValueInfoProto of a tensor (TensorProto.DataType `elem`, e.g. 1 FLOAT, 7 INT64, 9 BOOL).
+std::string value_info(const std::string& name, int elem, const std::vector<int64_t>& dims) {
+  std::string shape;
+  for (int64_t d : dims) shape += field(1, field_int(1, d));
+  return field(1, name) + field(2, field(1, field_int(1, elem) + field(2, shape)));
+}
+
+/// A GraphProto of `nodes` (NodeProtos), initializers, inputs and outputs (ValueInfoProtos).
+std::string graph_proto(const std::string& name, const std::vector<std::string>& nodes,
+                        const std::vector<std::pair<std::string, Buffer>>& inits,
+                        const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs) {
+  std::string g;
+  for (const std::string& n : nodes) g += field(1, n);
+  g += field(2, name);
+  for (const auto& [n, value] : inits) g += field(5, rlx::onnx::write_tensor(value, n));
+  for (const std::string& v : inputs) g += field(11, v);
+  for (const std::string& v : outputs) g += field(12, v);
+  return g;
+}
+
+std::string model_proto(const std::string& graph, int64_t opset) {
+  return field_int(1, 7) + field(8, field(1, "") + field_int(2, opset)) + field(7, graph);
+}
+
+/// A ModelProto (opset 14) of one node `op` with float inputs `inputs` (name, dims), initializers
+/// `inits`, outputs `outputs` (names; "" skips one) and attributes `attrs`.
+std::string one_node_model(const std::string& op,
+                           const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+                           const std::vector<std::pair<std::string, Buffer>>& inits,
+                           const std::vector<std::string>& node_inputs,
+                           const std::vector<std::string>& outputs,
+                           const std::vector<OnnxAttr>& attrs) {
+  std::vector<std::string> ins, outs;
+  for (const auto& [name, dims] : inputs)
+    ins.push_back(value_info(name, name == "lens" ? 7 : 1, dims));
   for (const std::string& n : outputs)
-    if (!n.empty()) graph += field(12, field(1, n));
-  return field_int(1, 7) + field(8, field(1, "") + field_int(2, 14)) + field(7, graph);
+    if (!n.empty()) outs.push_back(field(1, n));
+  return model_proto(
+      graph_proto("g", {node_proto(op, node_inputs, outputs, attrs)}, inits, ins, outs), 14);
 }
 
 /// Deterministic values in [-1, 1) for a test's weights and inputs.
@@ -121,8 +162,9 @@ Buffer ramp(std::vector<int64_t> dims, int salt) {
   return Buffer::f32(dims, v);
 }
 
-/// The model's outputs on the JIT, its Inputs fed by name.
-std::vector<Buffer> run_named(const rlx::onnx::Model& m, const std::map<std::string, Buffer>& in) {
+/// The model's outputs on `backend` (the JIT unless told), its Inputs fed by name.
+std::vector<Buffer> run_named(const rlx::onnx::Model& m, const std::map<std::string, Buffer>& in,
+                              rlx::Backend backend = rlx::Backend::Jit) {
   std::vector<const Buffer*> leaves;
   for (const rlx::ir::Node& n : m.graph.nodes()) {
     if (n.op.kind() == rlx::ir::OpKind::Input)
@@ -130,7 +172,14 @@ std::vector<Buffer> run_named(const rlx::onnx::Model& m, const std::map<std::str
     if (n.op.kind() == rlx::ir::OpKind::Param)
       leaves.push_back(&m.params.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
   }
-  return rlx::compile(m.graph, rlx::Backend::Jit)->run(leaves);
+  return rlx::compile(m.graph, backend)->run(leaves);
+}
+
+/// How many nodes of `kind` the graph has.
+int count_ops(const rlx::ir::Graph& g, rlx::ir::OpKind kind) {
+  int n = 0;
+  for (const rlx::ir::Node& node : g.nodes()) n += node.op.kind() == kind;
+  return n;
 }
 
 } // namespace
@@ -496,4 +545,286 @@ TEST_CASE("onnx: a tensor's value count is checked before its buffer is allocate
   CHECK_THROWS_WITH_AS(rlx::onnx::read_tensor(impossible, "t.pb"),
                        doctest::Contains("t.pb: 281474976710656 elements of f32 are more than"),
                        rlx::Error);
+}
+
+// ---- Scan and Loop (graph-valued attributes)
+
+namespace {
+
+/// Scan (opset 11) with states a, b [2], a reversed scan input x [3, 2], a scan input w [2, 3]
+/// along axis 1 and a captured initializer k; outputs the final states, y (the new a each
+/// step, stacked along axis 1) and z (b - the old a, stacked in reverse).
+std::string two_state_scan(const std::string& body_name = "step") {
+  std::string body =
+      graph_proto(body_name,
+                  {node_proto("Add", {"a_in", "x_t"}, {"a_out"}, {}, "n1"),
+                   node_proto("Mul", {"b_in", "w_t"}, {"bw"}, {}, "n2"),
+                   node_proto("Mul", {"a_out", "k"}, {"ak"}, {}, "n3"),
+                   node_proto("Add", {"bw", "ak"}, {"b_out"}, {}, "n4"),
+                   node_proto("Identity", {"a_out"}, {"y"}, {}, "n5"),
+                   node_proto("Sub", {"b_out", "a_in"}, {"z"}, {}, "n6")},
+                  {},
+                  {value_info("a_in", 1, {2}), value_info("b_in", 1, {2}),
+                   value_info("x_t", 1, {2}), value_info("w_t", 1, {2})},
+                  {field(1, "a_out"), field(1, "b_out"), field(1, "y"), field(1, "z")});
+  std::vector<OnnxAttr> attrs{{"body", GraphBytes{body}},
+                              {"num_scan_inputs", int64_t(2)},
+                              {"scan_input_directions", std::vector<int64_t>{1, 0}},
+                              {"scan_input_axes", std::vector<int64_t>{0, 1}},
+                              {"scan_output_axes", std::vector<int64_t>{1, 0}},
+                              {"scan_output_directions", std::vector<int64_t>{0, 1}}};
+  std::string graph = graph_proto(
+      "g", {node_proto("Scan", {"a", "b", "x", "w"}, {"a_f", "b_f", "ys", "zs"}, attrs, "scan")},
+      {{"k", Buffer::f32({2}, std::vector<float>{0.5f, -2.0f})}},
+      {value_info("a", 1, {2}), value_info("b", 1, {2}), value_info("x", 1, {3, 2}),
+       value_info("w", 1, {2, 3})},
+      {field(1, "a_f"), field(1, "b_f"), field(1, "ys"), field(1, "zs")});
+  return model_proto(graph, 11);
+}
+
+/// Loop (opset 11) of `trips` iterations (an initializer, or the graph input M when trips < 0)
+/// summing its counter into s (f32): outputs the final s and the running sums. `cond_node`
+/// computes the body's condition output c_out (from c and s_out).
+std::string counter_loop(int64_t trips, const std::string& cond_node = "") {
+  std::string cond =
+      cond_node.empty() ? node_proto("Identity", {"c"}, {"c_out"}, {}, "keep") : cond_node;
+  std::string body =
+      graph_proto("sum_body",
+                  {node_proto("Cast", {"i"}, {"fi"}, {{"to", int64_t(1)}}, "as_float"),
+                   node_proto("Add", {"s", "fi"}, {"s_out"}, {}, "add"), cond,
+                   node_proto("Identity", {"s_out"}, {"acc"}, {}, "acc")},
+                  {}, {value_info("i", 7, {}), value_info("c", 9, {}), value_info("s", 1, {})},
+                  {field(1, "c_out"), field(1, "s_out"), field(1, "acc")});
+  std::vector<std::pair<std::string, Buffer>> inits;
+  std::vector<std::string> inputs{value_info("s0", 1, {})};
+  if (trips >= 0)
+    inits.emplace_back("M", Buffer::i64({}, std::vector<int64_t>{trips}));
+  else
+    inputs.push_back(value_info("M", 7, {}));
+  std::string graph = graph_proto(
+      "g",
+      {node_proto("Loop", {"M", "", "s0"}, {"s_f", "sums"}, {{"body", GraphBytes{body}}}, "loop")},
+      inits, inputs, {field(1, "s_f"), field(1, "sums")});
+  return model_proto(graph, 11);
+}
+
+} // namespace
+
+TEST_CASE("onnx: a Scan with two states, a reversed input and a captured value matches its "
+          "recurrence on both backends") {
+  rlx::onnx::Model m = rlx::onnx::parse_model(two_state_scan(), "scan.onnx");
+  CHECK(count_ops(m.graph, rlx::ir::OpKind::Scan) == 1);
+  std::map<std::string, Buffer> in{
+      {"a", ramp({2}, 1)}, {"b", ramp({2}, 2)}, {"x", ramp({3, 2}, 3)}, {"w", ramp({2, 3}, 4)}};
+  // The recurrence, step by step.
+  const float k[2] = {0.5f, -2.0f};
+  std::vector<float> a = in["a"].to_f32(), b = in["b"].to_f32(), x = in["x"].to_f32(),
+                     w = in["w"].to_f32();
+  std::vector<float> ys(6), zs(6);
+  for (int t = 0; t < 3; ++t)
+    for (int i = 0; i < 2; ++i) {
+      float a_old = a[i];
+      a[i] += x[(2 - t) * 2 + i];               // x reversed along axis 0
+      b[i] = b[i] * w[i * 3 + t] + a[i] * k[i]; // w sliced along axis 1
+      ys[i * 3 + t] = a[i];                     // stacked along axis 1
+      zs[(2 - t) * 2 + i] = b[i] - a_old;       // stacked in reverse
+    }
+  const std::vector<Buffer> want{Buffer::f32({2}, a), Buffer::f32({2}, b), Buffer::f32({2, 3}, ys),
+                                 Buffer::f32({3, 2}, zs)};
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got = run_named(m, in, backend);
+    REQUIRE(got.size() == 4);
+    for (std::size_t o = 0; o < 4; ++o) {
+      INFO("backend " << int(backend) << ", output " << o);
+      REQUIRE(got[o].shape() == want[o].shape());
+      for (int64_t i = 0; i < want[o].numel(); ++i)
+        CHECK(got[o].get_f64(i) == doctest::Approx(want[o].get_f64(i)).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("onnx: a Loop summing its counter becomes one scan (unrolled when its condition reads "
+          "the counter) and matches on both backends") {
+  rlx::onnx::Model m = rlx::onnx::parse_model(counter_loop(5), "loop.onnx");
+  CHECK(count_ops(m.graph, rlx::ir::OpKind::Scan) == 1);
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got =
+        run_named(m, {{"s0", Buffer::f32({}, std::vector<float>{0.5f})}}, backend);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].shape() == rlx::ir::Shape({}, rlx::ir::DType::F32));
+    CHECK(got[0].to_f32() == std::vector<float>{10.5f});
+    CHECK(got[1].to_f32() == std::vector<float>{0.5f, 1.5f, 3.5f, 6.5f, 10.5f});
+  }
+  // A condition on the counter (i < M) is true at every iteration, which the unrolled loop
+  // shows iteration by iteration.
+  rlx::onnx::Model unrolled = rlx::onnx::parse_model(
+      counter_loop(5, node_proto("Less", {"i", "M"}, {"c_out"}, {}, "stop")), "loop.onnx");
+  CHECK(count_ops(unrolled.graph, rlx::ir::OpKind::Scan) == 0);
+  std::vector<Buffer> got =
+      run_named(unrolled, {{"s0", Buffer::f32({}, std::vector<float>{0.5f})}});
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].to_f32() == std::vector<float>{10.5f});
+  CHECK(got[1].to_f32() == std::vector<float>{0.5f, 1.5f, 3.5f, 6.5f, 10.5f});
+}
+
+TEST_CASE("onnx: a Loop whose body needs its counter at load time is unrolled (test_loop11)") {
+  std::string bytes = read_file(kNode / "test_loop11/model.onnx");
+  REQUIRE(!bytes.empty());
+  rlx::onnx::LoadOptions o;
+  o.input_values["trip_count"] = Buffer::i64({}, std::vector<int64_t>{5});
+  o.input_values["cond"] =
+      Buffer::from_i64(rlx::ir::Shape({}, rlx::ir::DType::Bool), std::vector<int64_t>{1});
+  rlx::onnx::Model m = rlx::onnx::parse_model(bytes, "loop11.onnx", o);
+  CHECK(count_ops(m.graph, rlx::ir::OpKind::Scan) == 0); // the body slices x at the counter
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got =
+        run_named(m, {{"y", Buffer::f32({1}, std::vector<float>{-2})}}, backend);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].to_f32() == std::vector<float>{13}); // -2 + 1 + 2 + 3 + 4 + 5
+    CHECK(got[1].to_f32() == std::vector<float>{-1, 1, 4, 8, 13});
+  }
+}
+
+TEST_CASE("onnx: a Loop rlx cannot run as a fixed number of steps is refused naming the node") {
+  // A condition computed from the state may end the loop early.
+  std::string err =
+      import_error(counter_loop(5, node_proto("Less", {"s_out", "s"}, {"c_out"}, {}, "stop")));
+  INFO(err);
+  CHECK(err.find("m.onnx: node 'loop' (Loop, opset 11): the body's condition output 'c_out' is "
+                 "not provably true at every iteration") == 0);
+  // The trip count as a graph input is only known at run time.
+  err = import_error(counter_loop(-1));
+  INFO(err);
+  CHECK(err.find("node 'loop' (Loop, opset 11): the trip count M ('M') is only known at run "
+                 "time") != std::string::npos);
+  // Given at load time, the same model imports.
+  rlx::onnx::LoadOptions o;
+  o.input_values["M"] = Buffer::i64({}, std::vector<int64_t>{3});
+  CHECK(import_error(counter_loop(-1), o).empty());
+}
+
+TEST_CASE("onnx: malformed or unsupported Scan bodies are errors naming the node, never a crash") {
+  auto scan_model = [](const std::vector<std::string>& nodes,
+                       const std::vector<std::string>& body_inputs, const std::string& out,
+                       std::vector<std::pair<std::string, std::vector<int64_t>>> states) {
+    std::string body = graph_proto("bad", nodes, {}, body_inputs, {field(1, out)});
+    std::vector<std::string> ins, names;
+    for (const auto& [name, dims] : states) {
+      ins.push_back(value_info(name, name == "n" ? 7 : 1, dims));
+      names.push_back(name);
+    }
+    ins.push_back(value_info("x", 1, {3, 2}));
+    names.push_back("x");
+    std::string graph = graph_proto(
+        "g",
+        {node_proto("Scan", names, {"o"},
+                    {{"body", GraphBytes{body}}, {"num_scan_inputs", int64_t(1)}}, "scan")},
+        {}, ins, {field(1, "o")});
+    return model_proto(graph, 11);
+  };
+  auto error_of = [](const std::string& bytes) {
+    std::string e = import_error(bytes);
+    INFO(e);
+    CHECK(e.find("m.onnx: node 'scan' (Scan, opset 11): ") == 0);
+    return e;
+  };
+  const std::string add = node_proto("Add", {"s", "x_t"}, {"o"}, {}, "add");
+  const std::string s_in = value_info("s", 1, {2}), x_in = value_info("x_t", 1, {2});
+  // The body takes one input too few.
+  CHECK(error_of(scan_model({add}, {s_in}, "o", {{"s", {2}}}))
+            .find("body 'bad' has 1 inputs, but the node gives it 2") != std::string::npos);
+  // The body reads a name defined nowhere.
+  CHECK(error_of(scan_model({node_proto("Add", {"s", "nowhere"}, {"o"}, {}, "add")}, {s_in, x_in},
+                            "o", {{"s", {2}}}))
+            .find("operand 1 'nowhere' is not defined") != std::string::npos);
+  // The state's shape changes in the body.
+  CHECK(
+      error_of(scan_model(
+                   {add, node_proto("ReduceSum", {"o"}, {"r"}, {{"keepdims", int64_t(0)}}, "sum")},
+                   {s_in, x_in}, "r", {{"s", {2}}}))
+          .find("the body's state output 0 is f32[] but the state is f32[2]") != std::string::npos);
+  // States of dtypes no one carry holds (i64 is not exact in f64).
+  // States of dtypes no one carry holds (i64 is not exact in f64): s f32[2] and n i64[].
+  std::string mixed = model_proto(
+      graph_proto(
+          "g",
+          {node_proto(
+              "Scan", {"s", "n", "x"}, {"o", "n_f"},
+              {{"body",
+                GraphBytes{graph_proto(
+                    "bad", {add, node_proto("Identity", {"n_in"}, {"n_out"}, {}, "keep")}, {},
+                    {s_in, value_info("n_in", 7, {}), x_in}, {field(1, "o"), field(1, "n_out")})}},
+               {"num_scan_inputs", int64_t(1)}},
+              "scan")},
+          {}, {value_info("s", 1, {2}), value_info("n", 7, {}), value_info("x", 1, {3, 2})},
+          {field(1, "o"), field(1, "n_f")}),
+      11);
+  CHECK(error_of(mixed).find("have dtypes no single carry holds exactly") != std::string::npos);
+  // The body given as an INT attribute.
+  std::string as_int = model_proto(
+      graph_proto("g",
+                  {node_proto("Scan", {"s", "x"}, {"o"},
+                              {{"body", int64_t(3)}, {"num_scan_inputs", int64_t(1)}}, "scan")},
+                  {}, {value_info("s", 1, {2}), value_info("x", 1, {3, 2})}, {field(1, "o")}),
+      11);
+  CHECK(error_of(as_int).find("attribute 'body' has the wrong type") != std::string::npos);
+  // Bodies nested 17 deep: refused while decoding.
+  std::string body = graph_proto("b", {add}, {}, {s_in, x_in}, {field(1, "o")});
+  for (int level = 0; level < 17; ++level)
+    body = graph_proto(
+        "b",
+        {node_proto("Scan", {"s", "x_t"}, {"o"},
+                    {{"body", GraphBytes{body}}, {"num_scan_inputs", int64_t(1)}}, "scan")},
+        {}, {s_in, x_in}, {field(1, "o")});
+  std::string deep = import_error(model_proto(
+      graph_proto(
+          "g",
+          {node_proto("Scan", {"s", "x"}, {"o"},
+                      {{"body", GraphBytes{body}}, {"num_scan_inputs", int64_t(1)}}, "scan")},
+          {}, {value_info("s", 1, {2}), value_info("x", 1, {3, 2})}, {field(1, "o")}),
+      11));
+  INFO(deep);
+  CHECK(deep.find("graphs nested more than 16 deep are not supported") != std::string::npos);
+  // Every truncation, and every byte garbled, of a Scan and a Loop model: errors or graphs.
+  for (const std::string& bytes : {two_state_scan(), counter_loop(4)}) {
+    for (std::size_t n = 0; n < bytes.size(); ++n) CHECK_NOTHROW(import_error(bytes.substr(0, n)));
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      for (unsigned char v : {0x00, 0x7f, 0xff}) {
+        std::string g = bytes;
+        g[i] = char(v);
+        CHECK_NOTHROW(import_error(g));
+      }
+  }
+}
+
+TEST_CASE("onnx: a Scan inside a Scan's body reads an initializer two graphs out") {
+  // Outer: s [2] over the rows of x [3, 2]; inner: s over the two values of the row, adding
+  // v * k with k an initializer of the model's graph. So s_f = s0 + (sum of x) * k.
+  std::string inner =
+      graph_proto("inner",
+                  {node_proto("Mul", {"v", "k"}, {"vk"}, {}, "mul"),
+                   node_proto("Add", {"t", "vk"}, {"t_out"}, {}, "add")},
+                  {}, {value_info("t", 1, {2}), value_info("v", 1, {})}, {field(1, "t_out")});
+  std::vector<OnnxAttr> scan1{{"body", GraphBytes{inner}}, {"num_scan_inputs", int64_t(1)}};
+  std::string outer =
+      graph_proto("outer", {node_proto("Scan", {"s_in", "row"}, {"s_out"}, scan1, "inner_scan")},
+                  {}, {value_info("s_in", 1, {2}), value_info("row", 1, {2})}, {field(1, "s_out")});
+  std::vector<OnnxAttr> scan2{{"body", GraphBytes{outer}}, {"num_scan_inputs", int64_t(1)}};
+  std::string bytes = model_proto(
+      graph_proto("g", {node_proto("Scan", {"s", "x"}, {"s_f"}, scan2, "outer_scan")},
+                  {{"k", Buffer::f32({2}, std::vector<float>{2.0f, -1.0f})}},
+                  {value_info("s", 1, {2}), value_info("x", 1, {3, 2})}, {field(1, "s_f")}),
+      11);
+  rlx::onnx::Model m = rlx::onnx::parse_model(bytes, "nested.onnx");
+  CHECK(count_ops(m.graph, rlx::ir::OpKind::Scan) == 1); // the inner one is in the body
+  Buffer x = ramp({3, 2}, 5);
+  float sum = 0;
+  for (float v : x.to_f32()) sum += v;
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got =
+        run_named(m, {{"s", Buffer::f32({2}, std::vector<float>{1, 2})}, {"x", x}}, backend);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].get_f64(0) == doctest::Approx(1 + sum * 2.0f).epsilon(1e-6));
+    CHECK(got[0].get_f64(1) == doctest::Approx(2 - sum).epsilon(1e-6));
+  }
 }
