@@ -1,10 +1,14 @@
-// jit/ssm_kernels.cpp -- selective_scan on the CPU (jit/ssm_kernels.hpp): the recurrence of
+// jit/ssm_kernels.cpp -- the state-space scans on the CPU (jit/ssm_kernels.hpp), written by hand
+// because the time loop must run inside one kernel with the state in registers or cache (the
+// graph would be a dispatch per step). selective_scan: the recurrence of
 // include/rlx/ir/graph.hpp, vectorized across a block of kW channels. For each block the loop over
 // time runs inside: per step it reads kW steps and inputs (contiguous in [B,S,H]) and one row of
 // b and c, computes the N x kW decays with a polynomial exp, updates the N x kW state and reduces
 // it with c. The state and the arithmetic are double (f32 in, f32 out), so the result is the
 // interpreter's (which computes in double and rounds once) within an ulp or two of f32. The
 // block body is compiled for AVX-512, AVX2+FMA and the baseline, chosen once at run time.
+// mamba2 (state in double) and gated_delta_net (state in f32, see gdn_head) run one (batch,
+// head) per task, the state swept once or twice per step.
 #include "ssm_kernels.hpp"
 
 #include "thread_pool.hpp"
@@ -221,64 +225,73 @@ struct GdnDims {
   bool carry;
 };
 
-/// One (batch bi, head h) of gated_delta_net: S [N, N] key-major in scratch (N * N / kW
-/// vectors), plus N / kW vectors for u.
+/// kW floats: gated_delta_net keeps its state in f32 (see gdn_head).
+using F = float __attribute__((vector_size(kW * sizeof(float))));
+
+[[gnu::always_inline]] inline F loadf(const float* p) {
+  F v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// One (batch bi, head h) of gated_delta_net: S [N, N] key-major in f32 (N * N / kW vectors of
+/// kW floats) plus N / kW vectors for u. Per step two sweeps over S: u = S^T k (reading only;
+/// the decay is applied to u, (exp(g) S)^T k = exp(g) S^T k), then S = exp(g) S + k u^T and
+/// o = S^T q together. The state is f32 unlike the other ssm kernels: S is N^2 values per head
+/// (64 KiB at N = 128), so the step is bound by the cache's bandwidth and double would halve
+/// it; the f32 result stays within the backends' tolerance of the interpreter's double
+/// recurrence (the decay keeps the rounding errors from growing along the sequence).
 [[gnu::always_inline]] inline void gdn_head(const GdnDims& d, const float* const* in, float* out,
-                                            int64_t bi, int64_t h, V* scratch) {
+                                            int64_t bi, int64_t h, F* scratch) {
   const float *q = in[0], *k = in[1], *v = in[2], *g = in[3], *beta = in[4];
   const int64_t nv = d.n / kW, rows = d.carry ? d.s + d.n : d.s;
-  V* st = scratch;
-  V* u = st + d.n * nv;
+  F* st = scratch;
+  F* u = st + d.n * nv;
   const float* init = d.carry ? in[5] + (bi * d.h + h) * d.n * d.n : nullptr;
-  for (int64_t i = 0; i < d.n * nv; ++i) st[i] = init ? load(init + i * kW) : V{};
+  for (int64_t i = 0; i < d.n * nv; ++i) st[i] = init ? loadf(init + i * kW) : F{};
   for (int64_t t = 0; t < d.s; ++t) {
     const int64_t si = (bi * d.s + t) * d.h + h, vo = si * d.n;
-    const double decay = std::exp(double(g[si])), bt = double(beta[si]);
-    for (int64_t j = 0; j < nv; ++j) u[j] = V{};
-    for (int64_t i = 0; i < d.n; ++i) { // u = S^T k after the decay
-      const double ki = double(k[vo + i]);
-      V* row = st + i * nv;
-      for (int64_t j = 0; j < nv; ++j) {
-        row[j] *= decay;
-        u[j] += row[j] * ki;
-      }
+    const float decay = std::exp(g[si]), bt = beta[si];
+    for (int64_t j = 0; j < nv; ++j) u[j] = F{};
+    for (int64_t i = 0; i < d.n; ++i) { // u = S^T k, before the decay
+      const float ki = k[vo + i];
+      const F* row = st + i * nv;
+      for (int64_t j = 0; j < nv; ++j) u[j] += row[j] * ki;
     }
-    for (int64_t j = 0; j < nv; ++j) u[j] = bt * (load(v + vo + j * kW) - u[j]);
+    for (int64_t j = 0; j < nv; ++j) u[j] = bt * (loadf(v + vo + j * kW) - decay * u[j]);
     float* o = out + ((bi * rows + t) * d.h + h) * d.n;
-    V acc[1024 / kW];
-    for (int64_t j = 0; j < nv; ++j) acc[j] = V{};
-    for (int64_t i = 0; i < d.n; ++i) { // S += k u^T, o = S^T q
-      const double ki = double(k[vo + i]), qi = double(q[vo + i]);
-      V* row = st + i * nv;
+    F acc[1024 / kW];
+    for (int64_t j = 0; j < nv; ++j) acc[j] = F{};
+    for (int64_t i = 0; i < d.n; ++i) { // S = decay S + k u^T, o = S^T q
+      const float ki = k[vo + i], qi = q[vo + i];
+      F* row = st + i * nv;
       for (int64_t j = 0; j < nv; ++j) {
-        row[j] += ki * u[j];
+        row[j] = decay * row[j] + ki * u[j];
         acc[j] += row[j] * qi;
       }
     }
-    for (int64_t j = 0; j < nv; ++j)
-      for (int w = 0; w < kW; ++w) o[j * kW + w] = float(acc[j][w]);
+    std::memcpy(o, acc, std::size_t(d.n) * sizeof(float));
   }
   if (d.carry)
-    for (int64_t i = 0; i < d.n; ++i) {
-      float* o = out + ((bi * rows + d.s + i) * d.h + h) * d.n;
-      for (int64_t j = 0; j < nv; ++j)
-        for (int w = 0; w < kW; ++w) o[j * kW + w] = float(st[i * nv + j][w]);
-    }
+    for (int64_t i = 0; i < d.n; ++i)
+      std::memcpy(out + ((bi * rows + d.s + i) * d.h + h) * d.n, st + i * nv,
+                  std::size_t(d.n) * sizeof(float));
 }
 
 /// A head function compiled for AVX-512, AVX2+FMA and the baseline, picked once.
 #if defined(__x86_64__)
-#define RLX_SSM_VARIANTS(NAME, BODY, DIMS)                                                         \
+#define RLX_SSM_VARIANTS(NAME, BODY, DIMS, SCRATCH)                                                \
   [[gnu::target("avx512f,avx512dq,avx512vl,avx2,fma")]] void NAME##_avx512(                        \
-      const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h, V* scratch) {      \
+      const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h,                    \
+      SCRATCH* scratch) {                                                                          \
     BODY(d, in, out, bi, h, scratch);                                                              \
   }                                                                                                \
   [[gnu::target("avx2,fma")]] void NAME##_avx2(const DIMS& d, const float* const* in, float* out,  \
-                                               int64_t bi, int64_t h, V* scratch) {                \
+                                               int64_t bi, int64_t h, SCRATCH* scratch) {          \
     BODY(d, in, out, bi, h, scratch);                                                              \
   }                                                                                                \
   void NAME##_base(const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h,       \
-                   V* scratch) {                                                                   \
+                   SCRATCH* scratch) {                                                             \
     BODY(d, in, out, bi, h, scratch);                                                              \
   }                                                                                                \
   auto pick_##NAME() {                                                                             \
@@ -290,16 +303,16 @@ struct GdnDims {
     return NAME##_base;                                                                            \
   }
 #else
-#define RLX_SSM_VARIANTS(NAME, BODY, DIMS)                                                         \
+#define RLX_SSM_VARIANTS(NAME, BODY, DIMS, SCRATCH)                                                \
   void NAME##_base(const DIMS& d, const float* const* in, float* out, int64_t bi, int64_t h,       \
-                   V* scratch) {                                                                   \
+                   SCRATCH* scratch) {                                                             \
     BODY(d, in, out, bi, h, scratch);                                                              \
   }                                                                                                \
   auto pick_##NAME() { return NAME##_base; }
 #endif
 
-RLX_SSM_VARIANTS(mamba2, mamba2_head, Mamba2Dims)
-RLX_SSM_VARIANTS(gdn, gdn_head, GdnDims)
+RLX_SSM_VARIANTS(mamba2, mamba2_head, Mamba2Dims, V)
+RLX_SSM_VARIANTS(gdn, gdn_head, GdnDims, F)
 #undef RLX_SSM_VARIANTS
 
 class Mamba2Call final : public LibraryCall {
@@ -339,7 +352,7 @@ public:
     static const auto fn = pick_gdn();
     const GdnDims d = dims_;
     threads::parallel_for(d.b * d.h, 1, [&](int64_t i0, int64_t i1) {
-      std::vector<V> scratch(std::size_t((d.n + 1) * (d.n / kW)));
+      std::vector<F> scratch(std::size_t((d.n + 1) * (d.n / kW)));
       for (int64_t i = i0; i < i1; ++i) fn(d, in, o, i / d.h, i % d.h, scratch.data());
     });
   }
