@@ -88,8 +88,7 @@ void run(const Dims& d, const bench::Args& args, const bench::Budget& budget) {
 
 int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
   bench::emit_note(kTable, "post-LN BERT encoder layer, 12 heads, erf GELU, padding mask, "
                            "forward; size = batch x sequence: 60 = [4,15,384] (FFN 1536), "
                            "1024 = [8,128,768] (FFN 3072)");

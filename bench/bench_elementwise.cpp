@@ -254,8 +254,7 @@ bool run(const Workload& w, const bench::Args& args, const bench::Budget& budget
 
 int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {1000, 10000, 100000, 1000000, 10000000});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
 
   Workload chain{kTable, make_graph, reference, {{"rlx", nullptr}, {"Eigen 3.4", eigen_expr}}};
   Workload affine{kAffineTable,

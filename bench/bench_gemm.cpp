@@ -174,8 +174,7 @@ bool run_f64(int64_t n, const bench::Args& args, const bench::Budget& budget) {
 
 int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {16, 32, 64, 128, 256, 512, 1024, 2048});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
   libxsmm_init();
   bench::emit_note(kTable, "f32 C = A B, row-major, square n x n; time per call");
   bench::emit_note(kTable, std::string("OpenBLAS ") + openblas_get_config() + " (core " +

@@ -169,8 +169,7 @@ int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {1, 4});
   // Cold compiles must compile: no on-disk kernel cache (harmless where there is none).
   setenv("RLX_CACHE_DIR", "off", 1);
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
   rlx::set_num_threads(1);
   constexpr int64_t kN = 1024;
   constexpr int kCompiles = 50;

@@ -90,8 +90,7 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
   }
   bench::Args args = bench::parse_args(int(rest.size()), rest.data(), {16});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
 
   std::vector<float> values(16, 0.5f);
   Tensor a = Tensor::from_vector(values, {16}), b = Tensor::from_vector(values, {16});

@@ -27,8 +27,7 @@ std::vector<float> weyl(int64_t n, uint64_t salt, float scale) {
 
 int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
   using namespace rlx::ir;
   Graph g("lstm");
   NodeId x = g.input("x", Shape({kB, kS, kI}, DType::F32));

@@ -157,8 +157,7 @@ bool run(Workload& w, const bench::Args& args, const bench::Budget& budget) {
 
 int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
   using namespace rlx::ir;
 
   Workload sm{

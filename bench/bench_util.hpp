@@ -320,6 +320,13 @@ inline Args parse_args(int argc, char** argv, std::vector<int64_t> default_sizes
   return a;
 }
 
+/// The sampling budget --budget asks for (the other fields at their defaults).
+inline Budget budget_of(const Args& a) {
+  Budget b;
+  b.seconds = a.budget;
+  return b;
+}
+
 /// The inputs the C++ benches and their Python peers share (bench/peers.py: weyl): a Weyl
 /// sequence in [lo, hi), f32.
 inline std::vector<float> weyl(int64_t n, uint64_t salt, double lo = -4.0, double hi = 4.0) {

@@ -50,8 +50,7 @@ __m512 add512(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
 int main(int argc, char** argv) {
   // Sizes: the triad's array length (elements of f64 per array).
   bench::Args args = bench::parse_args(argc, argv, {int64_t(1) << 24});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
 
   std::string model = bench::cpuinfo_field("model name");
   unsigned logical = std::thread::hardware_concurrency();
