@@ -126,9 +126,9 @@ NodeId decompose_recurrent(Emitter& e, const ir::Node& n, std::span<const NodeId
     NodeId init = lstm ? e.concat({h0, c0}, 1) : h0;
     NodeId traj = e.scan(init, {u}, {reverse(xp)}, body, S, true); // [S, B, C]
     NodeId last = e.reshape(e.narrow(traj, 0, S - 1, 1), {B, lstm ? 2 * H : H});
-    DirectionRun r{reverse(lstm ? e.narrow(traj, 2, 0, H) : traj), last, c0};
-    if (lstm) r = {r.y, e.narrow(last, 1, 0, H), e.narrow(last, 1, H, H)};
-    return r;
+    NodeId y = reverse(lstm ? e.narrow(traj, 2, 0, H) : traj);
+    if (!lstm) return {y, last, c0};
+    return {y, e.narrow(last, 1, 0, H), e.narrow(last, 1, H, H)};
   };
 
   std::vector<NodeId> hn, cn;
