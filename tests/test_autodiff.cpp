@@ -201,7 +201,7 @@ std::vector<Case> cases() {
     NodeId b = vec({0.5, 0.25, -0.125}), den = vec({1.0, -0.5, 0.2});
     return g.add_inferred(Op(OpKind::Lfilter), {a[0], b, den});
   }));
-  // Recurrent cells (through their unrolled decomposition), weights in the packed layout.
+  // Recurrent cells (through their decomposition into scans), weights in the packed layout.
   auto rec = [](int64_t hidden, int64_t layers, bool bidir, bool batch_first, bool relu,
                 bool carry) {
     return RecurrentAttrs{hidden, layers, bidir, batch_first, relu, carry};
@@ -219,7 +219,7 @@ std::vector<Case> cases() {
                        {F({3, M, 2}, -1, 1), F({12}, -1, 1), F({18}, -1, 1), F({6}, -1, 1)}));
   cs.push_back(op_case("rnn relu", Op(OpKind::Rnn, rec(2, 1, false, true, true, false)),
                        {F({M, 3, 2}, -1, 1), F({4}, -1, 1), F({4}, -1, 1), F({2}, 0.5, 1)}));
-  // State-space scans (through their unrolled decompositions), with every operand
+  // State-space scans (through their decompositions into a scan), with every operand
   // differentiated: positive steps, negative decay rates, gates in (0, 1).
   cs.push_back(op_case(
       "selective_scan", Op(OpKind::SelectiveScan, SelectiveScanAttrs{3}),

@@ -252,3 +252,40 @@ TEST_CASE("recurrent: wrong packed sizes, states and dtypes are errors naming th
       },
       ErrorKind::Value, "nn::lstm: give both h0 and c0 or neither");
 }
+
+namespace {
+
+/// The number of nodes of the gradient graph of a two-layer bidirectional `kind` over S steps
+/// from initial states, with its final states (weights in the packed layout), and of its scans.
+std::pair<std::size_t, int> gradient_nodes(ir::OpKind kind, int64_t S) {
+  using namespace rlx::ir;
+  const int64_t B = 2, I = 3, H = 4, L = 2, D = 2;
+  const int64_t G = kind == OpKind::Lstm ? 4 : kind == OpKind::Gru ? 3 : 1;
+  auto f64 = [](std::vector<int64_t> d) { return Shape::of(d, DType::F64); };
+  Graph g("rec");
+  std::vector<NodeId> ins{
+      g.input("x", f64({B, S, I})), g.input("w_ih", f64({D * G * H * I + D * G * H * D * H})),
+      g.input("w_hh", f64({L * D * G * H * H})), g.input("bias", f64({L * D * G * H}))};
+  if (kind == OpKind::Gru) ins.push_back(g.input("b_hh", f64({L * D * G * H})));
+  ins.push_back(g.input("h0", f64({L * D, B, H})));
+  if (kind == OpKind::Lstm) ins.push_back(g.input("c0", f64({L * D, B, H})));
+  g.set_outputs({g.add_inferred(Op(kind, RecurrentAttrs{H, L, true, true, false, true}), ins)});
+  Graph d = autodiff::grad(g, ins);
+  int scans = 0;
+  for (const Node& n : d.nodes()) scans += n.op.kind() == OpKind::Scan;
+  return {d.len(), scans};
+}
+
+} // namespace
+
+TEST_CASE("recurrent: a gradient graph has as many nodes at 256 steps as at 4, with one scan "
+          "per layer and direction") {
+  for (ir::OpKind kind : {ir::OpKind::Lstm, ir::OpKind::Gru, ir::OpKind::Rnn}) {
+    INFO(ir::op_name(kind));
+    auto [short_len, short_scans] = gradient_nodes(kind, 4);
+    auto [long_len, long_scans] = gradient_nodes(kind, 256);
+    CHECK(long_len == short_len);
+    CHECK(short_scans == 4);
+    CHECK(long_scans == 4);
+  }
+}

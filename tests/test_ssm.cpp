@@ -10,6 +10,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cmath>
+
 using namespace rlx;
 using namespace rlx::ir;
 
@@ -17,22 +20,25 @@ namespace {
 
 Shape f32(std::vector<int64_t> d) { return Shape::of(d, DType::F32); }
 
-/// A selective_scan graph on static f32 inputs [B,S,H] x [H,N] x [B,S,N].
-Graph scan_graph(int64_t b, int64_t s, int64_t h, int64_t n) {
+/// A selective_scan graph on static inputs [B,S,H] x [H,N] x [B,S,N] (f32 unless told).
+Graph scan_graph(int64_t b, int64_t s, int64_t h, int64_t n, DType t = DType::F32) {
+  auto sh = [&](std::vector<int64_t> d) { return Shape::of(d, t); };
   Graph g("ss");
-  NodeId x = g.input("x", f32({b, s, h})), d = g.input("delta", f32({b, s, h}));
-  NodeId a = g.input("a", f32({h, n}));
-  NodeId bb = g.input("b", f32({b, s, n})), c = g.input("c", f32({b, s, n}));
-  g.set_outputs({g.selective_scan(x, d, a, bb, c, n, f32({b, s, h}))});
+  NodeId x = g.input("x", sh({b, s, h})), d = g.input("delta", sh({b, s, h}));
+  NodeId a = g.input("a", sh({h, n}));
+  NodeId bb = g.input("b", sh({b, s, n})), c = g.input("c", sh({b, s, n}));
+  g.set_outputs({g.selective_scan(x, d, a, bb, c, n, sh({b, s, h}))});
   return g;
 }
 
-std::vector<Buffer> scan_inputs(int64_t b, int64_t s, int64_t h, int64_t n, uint64_t seed) {
-  return {test::random_buffer(f32({b, s, h}), seed, -2, 2),
-          test::random_buffer(f32({b, s, h}), seed + 1, 0.01, 1.5),
-          test::random_buffer(f32({h, n}), seed + 2, -3, -0.05),
-          test::random_buffer(f32({b, s, n}), seed + 3, -1, 1),
-          test::random_buffer(f32({b, s, n}), seed + 4, -1, 1)};
+std::vector<Buffer> scan_inputs(int64_t b, int64_t s, int64_t h, int64_t n, uint64_t seed,
+                                DType t = DType::F32) {
+  auto sh = [&](std::vector<int64_t> d) { return Shape::of(d, t); };
+  return {test::random_buffer(sh({b, s, h}), seed, -2, 2),
+          test::random_buffer(sh({b, s, h}), seed + 1, 0.01, 1.5),
+          test::random_buffer(sh({h, n}), seed + 2, -3, -0.05),
+          test::random_buffer(sh({b, s, n}), seed + 3, -1, 1),
+          test::random_buffer(sh({b, s, n}), seed + 4, -1, 1)};
 }
 
 } // namespace
@@ -195,5 +201,91 @@ TEST_CASE("ssm: changing x at step t changes no output before t") {
     bool changed = false;
     for (int64_t c = 0; c < h; ++c) changed |= y0.get_f64(t * h + c) != y1.get_f64(t * h + c);
     CHECK(changed);
+  }
+}
+
+namespace {
+
+/// The number of nodes of the gradient (with respect to every operand) of an ssm op over S steps,
+/// and of its scans.
+std::pair<std::size_t, int> gradient_nodes(OpKind kind, int64_t s) {
+  const int64_t b = 2, h = 4, n = 3;
+  Graph g("ssm");
+  std::vector<Shape> shapes;
+  Op op(kind);
+  if (kind == OpKind::SelectiveScan) {
+    op = Op(kind, SelectiveScanAttrs{n});
+    shapes = {f32({b, s, h}), f32({b, s, h}), f32({h, n}), f32({b, s, n}), f32({b, s, n})};
+  } else if (kind == OpKind::Mamba2) {
+    op = Op(kind, Mamba2Attrs{2, n});
+    shapes = {f32({b, s, h, 2}), f32({b, s, h}), f32({h}), f32({b, s, 2, n}), f32({b, s, 2, n})};
+  } else {
+    op = Op(kind, GatedDeltaNetAttrs{n, true});
+    shapes = {f32({b, s, h, n}), f32({b, s, h, n}), f32({b, s, h, n}),
+              f32({b, s, h}),    f32({b, s, h}),    f32({b, h, n, n})};
+  }
+  std::vector<NodeId> ins;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    ins.push_back(g.input("in" + std::to_string(i), shapes[i]));
+  g.set_outputs({g.add_inferred(op, ins)});
+  Graph d = autodiff::grad(g, ins);
+  int scans = 0;
+  for (const Node& nd : d.nodes()) scans += nd.op.kind() == OpKind::Scan;
+  return {d.len(), scans};
+}
+
+} // namespace
+
+TEST_CASE("ssm: a gradient graph has as many nodes at 256 steps as at 4, with one scan per op") {
+  for (OpKind kind : {OpKind::SelectiveScan, OpKind::Mamba2, OpKind::GatedDeltaNet}) {
+    INFO(op_name(kind));
+    auto [short_len, short_scans] = gradient_nodes(kind, 4);
+    auto [long_len, long_scans] = gradient_nodes(kind, 256);
+    CHECK(long_len == short_len);
+    CHECK(short_scans == 1);
+    CHECK(long_scans == 1);
+  }
+}
+
+TEST_CASE("ssm: a selective_scan gradient at [b 1, s 2048, h 64, n 16] runs on the JIT and "
+          "equals central differences") {
+  const int64_t b = 1, s = 2048, h = 64, n = 16;
+  const Backend be = test::other_backend();
+  Graph g = scan_graph(b, s, h, n, DType::F64);
+  std::vector<Buffer> in = scan_inputs(b, s, h, n, 7, DType::F64);
+  const Buffer w = test::random_buffer(g.shape(g.outputs[0]), 99, -1, 1); // loss = sum(y * w)
+  std::vector<Buffer> feed = in;
+  feed.push_back(w); // the cotangent "d_output"
+  Graph dg = autodiff::grad(g, test::leaf_ids(g));
+  auto t0 = std::chrono::steady_clock::now();
+  test::RunResult r = test::run_on(be, dg, feed);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("selective_scan gradient at [1, 2048, 64, 16] on " << enum_name(be) << ": " << secs
+                                                             << " s (compile and run)");
+  REQUIRE_MESSAGE(!r.error.has_value(), r.error.value_or(""));
+  REQUIRE(r.outputs.size() == 5);
+  std::shared_ptr<const Executable> fwd = compile(g, Backend::Interp);
+  auto loss = [&](const std::vector<Buffer>& at) {
+    std::vector<const Buffer*> ptrs;
+    for (const Buffer& v : at) ptrs.push_back(&v);
+    Buffer y = fwd->run(ptrs).at(0);
+    double l = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) l += y.get_f64(i) * w.get_f64(i);
+    return l;
+  };
+  const char* names[] = {"x", "delta", "a", "b", "c"};
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const int64_t numel = in[k].numel();
+    // The first, a middle and the last element: early steps see the longest chain back.
+    for (int64_t i : {int64_t(0), numel / 2 + 5, numel - 1}) {
+      std::vector<Buffer> at = in;
+      const double v = in[k].get_f64(i), eps = 1e-5 * std::max(1.0, std::fabs(v));
+      at[k].set_f64(i, v + eps);
+      const double up = loss(at);
+      at[k].set_f64(i, v - eps);
+      const double fd = (up - loss(at)) / (2 * eps), got = r.outputs[k].get_f64(i);
+      INFO("d " << names[k] << "[" << i << "]: gradient " << got << ", central differences " << fd);
+      CHECK(std::fabs(got - fd) <= 1e-6 * (1 + std::fabs(fd)));
+    }
   }
 }

@@ -2,8 +2,8 @@
 // Mamba's selective scan, Mamba-2's SSD scan and Gated DeltaNet. Each records one node of the
 // Graph builder of the same name (recurrences written out in rlx/ir/graph.hpp); f32 or f64,
 // every operand of one dtype, the state zero at the start unless given. Gradients flow through
-// rlx::grad (the ops' decompositions unroll the time loop: practical for training sequences of
-// up to a few hundred steps; the forward pass runs in one kernel at any length).
+// rlx::grad (each op decomposes into one scan whose body is a step: a gradient graph of the
+// same size at any sequence length; the forward pass runs in one kernel).
 #pragma once
 
 #include "rlx/tensor.hpp"

@@ -36,6 +36,21 @@ ir::NodeId Emitter::tensor(const std::vector<double>& values, const ir::Shape& s
 
 ir::NodeId Emitter::scalar(double v, DType t) { return tensor({v}, ir::Shape::scalar(t)); }
 
+ir::NodeId Emitter::scan(ir::NodeId init, std::vector<ir::NodeId> bcasts,
+                         std::vector<ir::NodeId> xs, ir::Graph body, int64_t length,
+                         bool trajectory) {
+  ir::ScanAttrs a;
+  a.body = ir::SubGraph(std::move(body));
+  a.length = length;
+  a.save_trajectory = trajectory;
+  a.num_bcast = int64_t(bcasts.size());
+  a.num_xs = int64_t(xs.size());
+  std::vector<ir::NodeId> operands{init};
+  operands.insert(operands.end(), bcasts.begin(), bcasts.end());
+  operands.insert(operands.end(), xs.begin(), xs.end());
+  return op(ir::Op(OpKind::Scan, std::move(a)), std::move(operands));
+}
+
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();

@@ -14,7 +14,7 @@ namespace rlx::ops {
 std::optional<ir::NodeId> decompose_node(Emitter& e, const ir::Node& n,
                                          std::span<const ir::NodeId> in);
 
-/// The state-space scans with their time loop unrolled (src/ops/ssm_decompose.cpp).
+/// The state-space scans as one scan each (src/ops/ssm_decompose.cpp).
 ir::NodeId decompose_selective_scan(Emitter& e, const ir::Node& n, std::span<const ir::NodeId> in);
 ir::NodeId decompose_mamba2(Emitter& e, const ir::Node& n, std::span<const ir::NodeId> in);
 ir::NodeId decompose_gated_delta_net(Emitter& e, const ir::Node& n, std::span<const ir::NodeId> in);

@@ -43,6 +43,12 @@ public:
   ir::NodeId sub(ir::NodeId a, ir::NodeId b) { return op(ir::OpKind::Sub, {a, b}); }
   ir::NodeId mul(ir::NodeId a, ir::NodeId b) { return op(ir::OpKind::Mul, {a, b}); }
   ir::NodeId div(ir::NodeId a, ir::NodeId b) { return op(ir::OpKind::Div, {a, b}); }
+  /// A scan node (ops.def's Scan) running `body` `length` times: body's Inputs in id order are
+  /// [carry, bcast..., x_t...] (x_t a row of xs_i [length, *per_step]) and its one output is the
+  /// next carry. With `trajectory` the result stacks the carry after every step, [length,
+  /// *carry]; otherwise it is the last carry.
+  ir::NodeId scan(ir::NodeId init, std::vector<ir::NodeId> bcasts, std::vector<ir::NodeId> xs,
+                  ir::Graph body, int64_t length, bool trajectory);
 
 private:
   ir::Graph& g_;

@@ -1,5 +1,6 @@
 // src/ops/recurrent.cpp -- lstm, gru and rnn (semantics in include/rlx/ir/ops.def, weight layout
-// in recurrent.hpp): the shape rule and the unrolled decomposition autodiff goes through.
+// in recurrent.hpp): the shape rule and the decomposition autodiff goes through (one scan per
+// layer and direction, the cell's step as its body).
 #include "recurrent.hpp"
 
 #include "infer_common.hpp"
@@ -44,6 +45,45 @@ NodeId block_of(Emitter& e, NodeId flat, int64_t start, int64_t rows, int64_t co
   return e.reshape(e.narrow(flat, 0, start, rows * cols), {rows, cols});
 }
 
+/// The body of one step of a cell, a scan body with Inputs [carry, w, x_t]: carry is h [B, H]
+/// (lstm: h ++ c, [B, 2H]), w is W_hh^T [H, G*H] (gru: with b_hh as one more row, [H+1, G*H])
+/// and x_t the step's input projection W_ih x_t + b [B, G*H].
+ir::Graph cell_body(OpKind kind, bool relu, int64_t B, int64_t H, int64_t G, ir::DType t) {
+  const int64_t C = kind == OpKind::Lstm ? 2 * H : H;
+  ir::Graph body(std::string(ir::op_name(kind)) + "_step");
+  NodeId carry = body.input("carry", ir::Shape({B, C}, t));
+  NodeId w = body.input("w_hh", ir::Shape({kind == OpKind::Gru ? H + 1 : H, G * H}, t));
+  NodeId xt = body.input("x_t", ir::Shape({B, G * H}, t));
+  Emitter e(body);
+  auto gate = [&](NodeId g, int64_t k) { return e.narrow(g, 1, k * H, H); };
+  auto act = [&](OpKind k, NodeId v) { return e.op(k, {v}); };
+  NodeId h = kind == OpKind::Lstm ? e.narrow(carry, 1, 0, H) : carry;
+  NodeId next;
+  if (kind == OpKind::Lstm) {
+    NodeId c = e.narrow(carry, 1, H, H);
+    NodeId g = e.add(xt, e.op(OpKind::MatMul, {h, w}));
+    NodeId i = act(OpKind::Sigmoid, gate(g, 0)), f = act(OpKind::Sigmoid, gate(g, 1));
+    NodeId cand = act(OpKind::Tanh, gate(g, 2)), o = act(OpKind::Sigmoid, gate(g, 3));
+    c = e.add(e.mul(f, c), e.mul(i, cand));
+    next = e.concat({e.mul(o, act(OpKind::Tanh, c)), c}, 1);
+  } else if (kind == OpKind::Gru) {
+    NodeId hh = e.add(e.op(OpKind::MatMul, {h, e.narrow(w, 0, 0, H)}), e.narrow(w, 0, H, 1));
+    NodeId r = act(OpKind::Sigmoid, e.add(gate(xt, 0), gate(hh, 0)));
+    NodeId z = act(OpKind::Sigmoid, e.add(gate(xt, 1), gate(hh, 1)));
+    NodeId nn = act(OpKind::Tanh, e.add(gate(xt, 2), e.mul(r, gate(hh, 2))));
+    next = e.add(nn, e.mul(z, e.sub(h, nn))); // (1 - z) * n + z * h
+  } else {
+    next = act(relu ? OpKind::Relu : OpKind::Tanh, e.add(xt, e.op(OpKind::MatMul, {h, w})));
+  }
+  body.set_outputs({next});
+  return body;
+}
+
+/// One layer and direction's run: its outputs [S, B, H] in time order and its final states.
+struct DirectionRun {
+  NodeId y, h, c;
+};
+
 } // namespace
 
 NodeId decompose_recurrent(Emitter& e, const ir::Node& n, std::span<const NodeId> in) {
@@ -54,8 +94,10 @@ NodeId decompose_recurrent(Emitter& e, const ir::Node& n, std::span<const NodeId
   const int64_t B = L.batch, S = L.seq, H = L.hidden, GH = L.gates * H;
   const std::size_t first_state = recurrent_weight_operands(kind);
   const bool has_init = in.size() > first_state;
+  const bool lstm = kind == OpKind::Lstm;
 
-  NodeId x = L.batch_first ? in[0] : e.transpose(in[0], {1, 0, 2});
+  // Time-major throughout: the scans' xs and trajectories are [S, B, ...].
+  NodeId x = L.batch_first ? e.transpose(in[0], {1, 0, 2}) : in[0];
   NodeId w_ih = e.reshape(in[1], {-1}), w_hh = e.reshape(in[2], {-1});
   NodeId bias = e.reshape(in[3], {-1});
   NodeId b_hh = kind == OpKind::Gru ? e.reshape(in[4], {-1}) : bias;
@@ -64,58 +106,50 @@ NodeId decompose_recurrent(Emitter& e, const ir::Node& n, std::span<const NodeId
     if (!has_init) return zeros;
     return e.reshape(e.narrow(in[operand], 0, block, 1), {B, H});
   };
-  auto gate = [&](NodeId g, int64_t k) { return e.narrow(g, 1, k * H, H); };
-  auto act = [&](OpKind k, NodeId v) { return e.op(k, {v}); };
+  const ir::Graph body = cell_body(kind, attrs.relu, B, H, L.gates, t);
+
+  auto run = [&](NodeId layer_in, int64_t l, int64_t d) -> DirectionRun {
+    const int64_t blk = L.block(l, d);
+    NodeId h0 = initial(first_state, blk);
+    NodeId c0 = lstm ? initial(first_state + 1, blk) : zeros;
+    if (S == 0) return {e.tensor({}, ir::Shape({0, B, H}, t)), h0, c0};
+    NodeId w = block_of(e, w_ih, L.w_ih_offset(l, d), GH, L.in_size(l));
+    NodeId u = e.transpose(block_of(e, w_hh, L.w_hh_offset(l, d), GH, H), {1, 0});
+    if (kind == OpKind::Gru)
+      u = e.concat({u, e.reshape(e.narrow(b_hh, 0, L.bias_offset(l, d), GH), {1, GH})}, 0);
+    // The input projections of every step in one GEMM: [S, B, G*H].
+    NodeId xp = e.add(e.op(OpKind::MatMul, {layer_in, e.transpose(w, {1, 0})}),
+                      e.narrow(bias, 0, L.bias_offset(l, d), GH));
+    auto reverse = [&](NodeId v) {
+      return d == 0 ? v : e.op(ir::Op(OpKind::Reverse, ir::ReverseAttrs{{0}}), {v});
+    };
+    NodeId init = lstm ? e.concat({h0, c0}, 1) : h0;
+    NodeId traj = e.scan(init, {u}, {reverse(xp)}, body, S, true); // [S, B, C]
+    NodeId last = e.reshape(e.narrow(traj, 0, S - 1, 1), {B, lstm ? 2 * H : H});
+    NodeId y = reverse(lstm ? e.narrow(traj, 2, 0, H) : traj);
+    if (!lstm) return {y, last, c0};
+    return {y, e.narrow(last, 1, 0, H), e.narrow(last, 1, H, H)};
+  };
 
   std::vector<NodeId> hn, cn;
   NodeId layer_in = x;
   for (int64_t l = 0; l < L.layers; ++l) {
     std::vector<NodeId> dir_out;
     for (int64_t d = 0; d < L.dirs; ++d) {
-      const int64_t blk = L.block(l, d);
-      NodeId w = block_of(e, w_ih, L.w_ih_offset(l, d), GH, L.in_size(l));
-      NodeId u_t = e.transpose(block_of(e, w_hh, L.w_hh_offset(l, d), GH, H), {1, 0});
-      NodeId b = e.narrow(bias, 0, L.bias_offset(l, d), GH);
-      NodeId bh = e.narrow(b_hh, 0, L.bias_offset(l, d), GH);
-      // The input projections of every step at once: [B, S, G*H].
-      NodeId xp = e.add(e.op(OpKind::MatMul, {layer_in, e.transpose(w, {1, 0})}), b);
-      NodeId h = initial(first_state, blk);
-      NodeId c = kind == OpKind::Lstm ? initial(first_state + 1, blk) : zeros;
-      std::vector<NodeId> outs(std::size_t(S), zeros);
-      for (int64_t s = 0; s < S; ++s) {
-        const int64_t step = d == 0 ? s : S - 1 - s;
-        NodeId xt = e.reshape(e.narrow(xp, 1, step, 1), {B, GH});
-        NodeId hh = e.op(OpKind::MatMul, {h, u_t});
-        if (kind == OpKind::Lstm) {
-          NodeId g = e.add(xt, hh);
-          NodeId i = act(OpKind::Sigmoid, gate(g, 0)), f = act(OpKind::Sigmoid, gate(g, 1));
-          NodeId cand = act(OpKind::Tanh, gate(g, 2)), o = act(OpKind::Sigmoid, gate(g, 3));
-          c = e.add(e.mul(f, c), e.mul(i, cand));
-          h = e.mul(o, act(OpKind::Tanh, c));
-        } else if (kind == OpKind::Gru) {
-          hh = e.add(hh, bh);
-          NodeId r = act(OpKind::Sigmoid, e.add(gate(xt, 0), gate(hh, 0)));
-          NodeId z = act(OpKind::Sigmoid, e.add(gate(xt, 1), gate(hh, 1)));
-          NodeId nn = act(OpKind::Tanh, e.add(gate(xt, 2), e.mul(r, gate(hh, 2))));
-          h = e.add(nn, e.mul(z, e.sub(h, nn))); // (1 - z) * n + z * h
-        } else {
-          h = act(attrs.relu ? OpKind::Relu : OpKind::Tanh, e.add(xt, hh));
-        }
-        outs[std::size_t(step)] = e.reshape(h, {B, 1, H});
-      }
-      dir_out.push_back(S == 1 ? outs[0] : e.concat(outs, 1));
-      hn.push_back(e.reshape(h, {1, B, H}));
-      cn.push_back(e.reshape(c, {1, B, H}));
+      DirectionRun r = run(layer_in, l, d);
+      dir_out.push_back(r.y);
+      hn.push_back(e.reshape(r.h, {1, B, H}));
+      cn.push_back(e.reshape(r.c, {1, B, H}));
     }
     layer_in = dir_out.size() == 1 ? dir_out[0] : e.concat(dir_out, 2);
   }
-  NodeId y = L.batch_first ? layer_in : e.transpose(layer_in, {1, 0, 2});
+  NodeId y = L.batch_first ? e.transpose(layer_in, {1, 0, 2}) : layer_in;
   if (!attrs.carry) return y;
   auto flat_states = [&](const std::vector<NodeId>& v) {
     return e.reshape(v.size() == 1 ? v[0] : e.concat(v, 0), {-1});
   };
   std::vector<NodeId> parts{e.reshape(y, {-1}), flat_states(hn)};
-  if (kind == OpKind::Lstm) parts.push_back(flat_states(cn));
+  if (lstm) parts.push_back(flat_states(cn));
   return e.concat(parts, 0);
 }
 

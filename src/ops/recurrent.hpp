@@ -45,8 +45,9 @@ inline std::size_t recurrent_weight_operands(ir::OpKind k) { return k == ir::OpK
 /// The layout of a node whose operands have static shapes x [B, S, I] (or [S, B, I]).
 RecurrentLayout recurrent_layout(const ir::Op& op, const ir::Shape& x);
 
-/// The unrolled decomposition of a recurrent node: per layer and direction one GEMM for the input
-/// projections of all steps, then per step a matmul with W_hh^T and the gate arithmetic.
+/// The decomposition of a recurrent node: per layer and direction one GEMM for the input
+/// projections of all steps, then one scan whose body is a step (a matmul with W_hh^T, a bcast
+/// operand, and the gate arithmetic; lstm carries h ++ c); the outputs are its trajectory.
 ir::NodeId decompose_recurrent(Emitter& e, const ir::Node& n, std::span<const ir::NodeId> in);
 
 } // namespace rlx::ops
