@@ -110,6 +110,16 @@ std::pair<Dims, Dims> nd_args(const Tensor& x, Dims s, Dims axes, std::string_vi
   return {s, axes};
 }
 
+/// fftn / ifftn: one 1-D transform per axis, the last axis first (as numpy).
+Tensor fft_nd(const Tensor& x, Dims s, Dims axes, Norm norm, bool inverse, std::string_view what,
+              const Loc& loc) {
+  auto [sizes, ax] = nd_args(x, std::move(s), std::move(axes), what, loc);
+  Tensor out = x;
+  for (std::size_t i = ax.size(); i-- > 0;)
+    out = fft_1d(out, sizes[i], ax[i], norm, inverse, what, loc);
+  return out;
+}
+
 Tensor roll(const Tensor& x, int64_t axis, int64_t shift, const Loc& loc) {
   int64_t len = x.size(axis, loc);
   if (len == 0) return x;
@@ -255,19 +265,11 @@ Tensor irfft(const Tensor& x, int64_t n, int64_t axis, Norm norm, Loc loc) {
 }
 
 Tensor fftn(const Tensor& x, Dims s, Dims axes, Norm norm, Loc loc) {
-  auto [sizes, ax] = nd_args(x, std::move(s), std::move(axes), "fftn", loc);
-  Tensor out = x;
-  for (std::size_t i = ax.size(); i-- > 0;)
-    out = fft_1d(out, sizes[i], ax[i], norm, false, "fftn", loc);
-  return out;
+  return fft_nd(x, std::move(s), std::move(axes), norm, false, "fftn", loc);
 }
 
 Tensor ifftn(const Tensor& x, Dims s, Dims axes, Norm norm, Loc loc) {
-  auto [sizes, ax] = nd_args(x, std::move(s), std::move(axes), "ifftn", loc);
-  Tensor out = x;
-  for (std::size_t i = ax.size(); i-- > 0;)
-    out = fft_1d(out, sizes[i], ax[i], norm, true, "ifftn", loc);
-  return out;
+  return fft_nd(x, std::move(s), std::move(axes), norm, true, "ifftn", loc);
 }
 
 Tensor rfftn(const Tensor& x, Dims s, Dims axes, Norm norm, Loc loc) {
