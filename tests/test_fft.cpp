@@ -300,6 +300,16 @@ TEST_CASE("istft(stft(x)) gives x back") {
   });
 }
 
+TEST_CASE("rlx::fft functions trace inside rlx::jit and give the eager values") {
+  Fixture fx("r2c_17");
+  Tensor x = fx("x");
+  auto f = rlx::jit(
+      [](Tensor t) { return fft::irfft(fft::rfft(t, -1, -1, Norm::Ortho), 17, -1, Norm::Ortho); });
+  auto g = rlx::jit([](Tensor t) { return fft::fftshift(fft::rfft(t)); });
+  expect_close(f(x), x, "jit irfft(rfft(x))");
+  expect_close(g(x), fft::fftshift(fft::rfft(x)), "jit fftshift(rfft(x))");
+}
+
 TEST_CASE("rlx::fft errors name the function and the shapes") {
   Tensor re = rlx::ones({4, 6}), z = rlx::complex(re);
   check_error([&] { (void)fft::irfft(re); }, ErrorKind::Type,
