@@ -314,7 +314,7 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
        [&] { return rlx::conv_transpose1d(rlx::randn({1, 2, 5}, 11), rlx::randn({2, 3, 3}, 12)); }},
       {OpKind::MaxPool2d, [&] { return rlx::max_pool2d(img, {2, 2}); }},
       {OpKind::AvgPool2d, [&] { return rlx::avg_pool2d(img, {2, 2}); }},
-      {OpKind::Fft, [&] { return rlx::fft(v, true, rlx::ir::FftNorm::Ortho); }},
+      {OpKind::Fft, [&] { return rlx::fft::transform(v, true, rlx::ir::FftNorm::Ortho); }},
       {OpKind::Lfilter,
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
       {OpKind::Lstm,

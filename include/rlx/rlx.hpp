@@ -1,6 +1,6 @@
 // include/rlx/rlx.hpp -- the everyday umbrella: numpy-like Tensor code, rlx::jit, the function
-// transforms (grad, value_and_grad, jvp, vmap), .npy files and the process-wide settings. It
-// parses none of the IR's internals, so it compiles about as fast as an Eigen hello-world
+// transforms (grad, value_and_grad, jvp, vmap), rlx::fft, .npy files and the process-wide settings.
+// It parses none of the IR's internals, so it compiles about as fast as an Eigen hello-world
 // (docs/performance.md). The IR, passes, autodiff on graphs, executables and rlx::apply /
 // rlx::custom_fn are included explicitly (rlx/apply.hpp, rlx/runtime.hpp, rlx/ir/...), or all
 // at once with rlx/all.hpp.
@@ -8,6 +8,7 @@
 
 #include "rlx/display.hpp"
 #include "rlx/error.hpp"
+#include "rlx/fft.hpp"
 #include "rlx/grad.hpp"
 #include "rlx/host.hpp"
 #include "rlx/io/file.hpp"

@@ -433,6 +433,7 @@ template <Scalar S> Tensor& operator*=(Tensor& a, S b) { return a = mul(a, Numbe
 template <Scalar S> Tensor& operator/=(Tensor& a, S b) { return a = div(a, Number(b)); }
 
 // ---- Element-wise functions. Float-only functions compute integer and bool inputs in f32.
+// abs of a c64 tensor is its modulus, f32 (computed in f64, as numpy.abs without overflow).
 #define RLX_TENSOR_UNARY(FN) Tensor FN(const Tensor& x, Loc loc = Loc::current());
 RLX_TENSOR_UNARY(neg)
 RLX_TENSOR_UNARY(abs)
@@ -626,16 +627,25 @@ Tensor axial_rope2d(const Tensor& x, int64_t end_x, int64_t end_y, int64_t head_
                     int64_t num_heads, double theta = 10000.0, int64_t repeat_factor = 1,
                     Loc loc = Loc::current());
 
-// ---- Spectral and signal processing (the Graph builders of rlx/ir/graph.hpp reach the rest
-// through rlx::apply, rlx/apply.hpp)
-/// FFT along the last axis: f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved.
-Tensor fft(const Tensor& x, bool inverse = false, ir::FftNorm norm = ir::FftNorm::Backward,
-           Loc loc = Loc::current());
+// ---- Spectral and signal processing: numpy.fft and torch.stft/istft are rlx::fft
+// (rlx/fft.hpp); the Graph builders of rlx/ir/graph.hpp reach the rest through rlx::apply
+// (rlx/apply.hpp).
 /// scipy.signal.lfilter(b, a, x) along the last axis (1-D b and a, zero initial state).
 Tensor lfilter(const Tensor& x, const Tensor& b, const Tensor& a, Loc loc = Loc::current());
 /// Complex conjugate of a c64 tensor.
 Tensor conjugate(const Tensor& z, Loc loc = Loc::current());
 /// |z|^2 of a c64 tensor, as f32.
 Tensor complex_norm_sq(const Tensor& z, Loc loc = Loc::current());
+/// numpy.real / numpy.imag: the parts of a c64 tensor as f32 (a real tensor is its own real
+/// part, and its imaginary part is zeros of its dtype).
+Tensor real(const Tensor& z, Loc loc = Loc::current());
+Tensor imag(const Tensor& z, Loc loc = Loc::current());
+/// re + i im as c64 from f32 or f64 parts of one shape and dtype (torch.complex); the one-operand
+/// form has im = 0.
+Tensor complex(const Tensor& re, const Tensor& im, Loc loc = Loc::current());
+Tensor complex(const Tensor& re, Loc loc = Loc::current());
+/// numpy.angle: the argument of each element in (-pi, pi], as f32 for c64 (0 or pi for real
+/// tensors, as f32 or f64). Signed zeros are not told apart: angle(-1 - 0i) is pi.
+Tensor angle(const Tensor& z, Loc loc = Loc::current());
 
 } // namespace rlx

@@ -166,7 +166,11 @@ Tensor& operator/=(Tensor& a, const Tensor& b) { return a = div(a, b); }
 #define RLX_DEFINE_UNARY(FN, KIND, FLOAT_ONLY)                                                     \
   Tensor FN(const Tensor& x, Loc loc) { return unary(ir::OpKind::KIND, x, loc, FLOAT_ONLY); }
 RLX_DEFINE_UNARY(neg, Neg, false)
-RLX_DEFINE_UNARY(abs, Abs, false)
+Tensor abs(const Tensor& x, Loc loc) {
+  if (!ir::is_complex(x.dtype())) return unary(ir::OpKind::Abs, x, loc, false);
+  Tensor re = real(x, loc).astype(DType::F64, loc), im = imag(x, loc).astype(DType::F64, loc);
+  return sqrt(re * re + im * im, loc).astype(DType::F32, loc);
+}
 RLX_DEFINE_UNARY(sign, Sign, false)
 RLX_DEFINE_UNARY(relu, Relu, false)
 RLX_DEFINE_UNARY(exp, Exp, true)
