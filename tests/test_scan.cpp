@@ -12,6 +12,7 @@
 #include <rlx/autodiff.hpp>
 
 #include <cmath>
+#include <cstring>
 
 using namespace rlx;
 using namespace rlx::ir;
@@ -411,6 +412,87 @@ TEST_CASE("a checkpointed scan's backward plans O(K) carries, a plain one O(leng
   CHECK(run(loss(true)) == run(loss(false)));
 }
 
+TEST_CASE("a scan's backward sums a broadcast weight's cotangents: memory does not grow with "
+          "length x weight") {
+  // h' = tanh(h @ w + x_t) with w [H, H] captured (broadcast): the backward's arena holds the
+  // trajectory (length x carry) and a few weights' worth, not one weight per step.
+  const int64_t batch = 2, hidden = 64;
+  const Shape hs = sh({batch, hidden}, F32), ws = sh({hidden, hidden}, F32);
+  Graph body("step");
+  NodeId h = body.input("h", hs), w = body.input("w", ws), x = body.input("x", hs);
+  body.set_outputs({body.tanh(body.add(body.mm(h, w), x))});
+  auto grad_graph = [&](int64_t length) {
+    Graph g("mem");
+    NodeId h0 = g.input("h0", hs), gw = g.input("w", ws);
+    NodeId xs = g.input("xs", sh({length, batch, hidden}, F32));
+    NodeId y = g.scan_with_bcasts_and_xs(h0, {gw}, {xs}, body, uint32_t(length));
+    g.set_outputs({g.sum(y, {0, 1}, false)});
+    return autodiff::grad(g, std::vector<NodeId>{gw});
+  };
+  const uint64_t w_bytes = uint64_t(hidden * hidden * 4),
+                 carry_bytes = uint64_t(batch * hidden * 4);
+  uint64_t short_arena = plan_for(grad_graph(32), Backend::Interp).memory.arena_size;
+  uint64_t long_arena = plan_for(grad_graph(128), Backend::Interp).memory.arena_size;
+  INFO("arena at length 32: " << short_arena << " bytes, at 128: " << long_arena);
+  // 96 more steps cost at most a few carries each (the trajectory, the xs' cotangent), far less
+  // than a weight each (16 KiB here, 8x a carry).
+  CHECK(long_arena - short_arena <= 96 * 3 * carry_bytes);
+  CHECK(long_arena <= 128 * 3 * carry_bytes + 4 * w_bytes);
+  // The summed cotangent is the weight's gradient: against the same scan with w stacked as an
+  // xs (one copy per step), whose gradient is per step.
+  const int64_t length = 7;
+  const Shape xs_shape = sh({length, batch, hidden}, F32);
+  Graph g("stacked");
+  NodeId h0 = g.input("h0", hs), ww = g.input("ws", sh({length, hidden, hidden}, F32));
+  NodeId xs = g.input("xs", xs_shape);
+  g.set_outputs({g.sum(g.scan_with_xs(h0, {ww, xs}, body, length), {0, 1}, false)});
+  Buffer hv = test::random_buffer(hs, 3), wv = test::random_buffer(ws, 4, -0.2, 0.2),
+         xv = test::random_buffer(xs_shape, 5);
+  Buffer stacked_w = Buffer::uninitialized(sh({length, hidden, hidden}, F32));
+  for (int64_t t = 0; t < length; ++t)
+    std::memcpy(stacked_w.bytes().data() + t * w_bytes, wv.bytes().data(), w_bytes);
+  Buffer per_row =
+      interp::run(autodiff::grad(g, std::vector<NodeId>{ww}),
+                  {{"h0", hv}, {"ws", stacked_w}, {"xs", xv}, {"d_output", one(F32)}})[0];
+  Graph b("summed");
+  NodeId bh0 = b.input("h0", hs), bw = b.input("w", ws), bxs = b.input("xs", xs_shape);
+  b.set_outputs({b.sum(b.scan_with_bcasts_and_xs(bh0, {bw}, {bxs}, body, length), {0, 1}, false)});
+  Buffer summed = interp::run(autodiff::grad(b, std::vector<NodeId>{bw}),
+                              {{"h0", hv}, {"w", wv}, {"xs", xv}, {"d_output", one(F32)}})[0];
+  REQUIRE(summed.shape() == ws);
+  double norm = 0;
+  for (int64_t i = 0; i < summed.numel(); ++i) {
+    double want = 0;
+    for (int64_t t = 0; t < length; ++t) want += per_row.get_f64(t * summed.numel() + i);
+    CHECK(summed.get_f64(i) == doctest::Approx(want).epsilon(1e-5));
+    norm += std::fabs(want);
+  }
+  CHECK(norm > 1e-2);
+}
+
+TEST_CASE("a differentiated scan runs its forward once: the value is the trajectory's last row") {
+  Rnn r;
+  std::vector<Buffer> leaves = rnn_leaves(r, 13);
+  for (Mode mode : {Mode::Plain, Mode::Checkpointed}) {
+    Graph g = rnn_loss(r, mode, 3);
+    std::vector<NodeId> wrt;
+    for (const Node& n : g.nodes())
+      if (n.op.kind() == OpKind::Input) wrt.push_back(n.id);
+    Graph gg = autodiff::grad_with_loss(g, wrt);
+    INFO(to_text(gg));
+    CHECK(count(gg, OpKind::Scan) == 1);
+    ir::LirModule plan = plan_for(gg, Backend::Interp);
+    std::size_t scan_steps = 0;
+    for (const ir::LirStep& st : plan.steps)
+      for (NodeId id : st.nodes) scan_steps += plan.mir.node(id).op.kind() == OpKind::Scan;
+    CHECK(scan_steps == 1);
+    // The loss it reports is the forward's.
+    interp::Feed f = feed(g, leaves);
+    f.emplace("d_output", one());
+    CHECK(interp::run(gg, f).at(0).get_f64(0) == loss_of(g, leaves));
+  }
+}
+
 TEST_CASE("scans and their gradients agree on the JIT and the interpreter on random cases") {
   Backend other = test::other_backend();
   for (uint64_t seed = 0; seed < 6; ++seed) {
@@ -520,7 +602,7 @@ TEST_CASE("the JIT runs a scan's bodies compiled once per executable, not node b
       bodies.push_back(&n.op.attrs<ScanBackwardAttrs>().forward_body->get());
     }
   }
-  REQUIRE(bodies.size() == 4);
+  REQUIRE(bodies.size() == 3); // the forward runs once (its trajectory), the backward twice
   for (const Graph* b : bodies) {
     bool hit = false;
     compile(*b, Backend::Jit, &hit);
@@ -533,4 +615,36 @@ TEST_CASE("the JIT runs a scan's bodies compiled once per executable, not node b
   for (const Buffer& b : leaves) ptrs.push_back(&b);
   exe->run(ptrs);
   CHECK(cache_stats().compiles == compiles); // running compiles nothing more
+}
+
+TEST_CASE("the JIT calls a scan's body on raw pointers: no allocation per step") {
+  REQUIRE(backend_available(Backend::Jit));
+  // A carry of 64 KiB (pooled blocks are counted): a run of 64 steps asks the pool for as many
+  // blocks as a run of 4 (the result, the carry pair, the body's arena), not one per step.
+  const int64_t n = 16384;
+  const Shape s = sh({n}, F32);
+  Graph body("step");
+  NodeId h = body.input("h", s), x = body.input("x", s);
+  body.set_outputs({body.tanh(body.add(body.mul(h, body.constant(0.5, F32)), x))});
+  auto requests = [&](int64_t length) {
+    Graph g("scan");
+    NodeId h0 = g.input("h0", s), xs = g.input("xs", sh({length, n}, F32));
+    g.set_outputs({g.scan_with_xs(h0, {xs}, body, uint32_t(length))});
+    std::shared_ptr<const Executable> exe = compile(g, Backend::Jit);
+    Buffer hv = test::random_buffer(s, 1), xv = test::random_buffer(sh({length, n}, F32), 2);
+    std::vector<const Buffer*> leaves{&hv, &xv};
+    exe->run(leaves); // warm
+    MemoryStats before = memory_stats();
+    Buffer out = exe->run(leaves).at(0);
+    MemoryStats after = memory_stats();
+    // The value is the interpreter's.
+    CHECK(test::compare_runs(g, test::run_on(Backend::Interp, g, {hv, xv}),
+                             test::run_on(Backend::Jit, g, {hv, xv}, true), "jit")
+              .problems == "");
+    return (after.reuses + after.fresh) - (before.reuses + before.fresh);
+  };
+  uint64_t short_run = requests(4), long_run = requests(64);
+  INFO("pool requests: 4 steps " << short_run << ", 64 steps " << long_run);
+  CHECK(long_run == short_run);
+  CHECK(short_run <= 6);
 }
