@@ -43,18 +43,21 @@ struct Workload {
   bool rnn;
 };
 
+rlx::ir::Shape f32(std::vector<int64_t> dims) {
+  return rlx::ir::Shape::of(dims, rlx::ir::DType::F32);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  bench::Args args = bench::parse_args(argc, argv, {});
-  bench::Budget budget;
-  budget.seconds = args.budget;
   using namespace rlx::ir;
-  auto f32 = [](std::vector<int64_t> d) { return Shape::of(d, DType::F32); };
   bench::emit_note(kTable, "rlx: rlx::compile(graph with one scan node, Backend::Jit), timed "
                            "Executable::run (the final carry returned); 1 thread");
   bench::emit_note(kTable, "C++ loop: the recurrence in f32 with std::tanh, one thread, -O3 "
                            "-march=native, into a preallocated carry");
+  const bench::Args args = bench::parse_args(argc, argv, {});
+  bench::Budget budget;
+  budget.seconds = args.budget;
   bool ok = true;
   rlx::set_num_threads(1);
   for (const Workload& w :

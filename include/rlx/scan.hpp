@@ -33,8 +33,7 @@
 namespace rlx {
 
 struct ScanOptions {
-  bool trajectory =
-      false; ///< every carry: each carry tensor [length, *shape] (row t: after step t + 1)
+  bool trajectory = false; ///< each carry tensor stacked [length, *shape] (row t: after step t+1)
   int64_t checkpoints = 0; ///< K > 0: the backward keeps K carries and recomputes the rest
   int64_t length = -1;     ///< steps; -1: the leading dim of the xs (required without xs)
   bool reverse = false;    ///< run from the last row of the xs to the first (ys keep xs' order)
