@@ -190,6 +190,7 @@ Buffer run_scan_backward(const ir::Node& n, Operands in, bool want_xs, const Bod
   // Outputs: d carry into one of a pair, the wanted cotangent where it goes, the rest scratch.
   Buffer g_pair[2] = {Buffer::uninitialized(carry_shape), Buffer::uninitialized(carry_shape)};
   std::vector<Buffer> scratch;
+  scratch.reserve(nb + nx);
   std::vector<std::byte*> outs(1 + nb + nx);
   for (std::size_t i = 0; i < nb + nx; ++i) {
     scratch.push_back(Buffer::uninitialized(vjp.shape(vjp.outputs.at(1 + i))));
