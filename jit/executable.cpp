@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -93,6 +94,8 @@ public:
     return outs;
   }
 
+  std::unique_ptr<RawEntry> raw() const;
+
   const ir::Graph& graph() const override { return lir_.mir; }
   Backend backend() const override { return Backend::Jit; }
   /// The plan as text (also RLX_DUMP=lir), printed when asked: not a cost of every compile.
@@ -101,6 +104,7 @@ public:
   }
 
 private:
+  friend class Frame;
   ir::LirModule lir_;
   std::vector<std::unique_ptr<PreparedStep>> steps_; ///< per step of lir_
   mutable std::mutex arena_mutex_; ///< guards arena_ (a call that finds it taken makes its own)
@@ -110,7 +114,70 @@ private:
   ir::LirNames names_;                   ///< the kernels' symbols, given as steps are prepared
 };
 
+/// JitExecutable::run's state made once: leaves and constants in place, the arena its own.
+class Frame final : public RawEntry {
+public:
+  explicit Frame(const JitExecutable& exe)
+      : exe_(exe), ptr_(exe.lir_.mir.len(), nullptr), values_(exe.lir_.mir.len(), nullptr),
+        owned_(exe.lir_.mir.len()), out_at_(exe.lir_.mir.len(), nullptr) {
+    const ir::Graph& g = exe.lir_.mir;
+    for (const ir::Node& n : g.nodes())
+      if (ir::has_trait(n.op.kind(), ir::kFed)) fed_.push_back(n.id);
+    for (ir::NodeId c : exe.lir_.memory.io.constants) {
+      values_[c.index] = &exe.constants_[c.index];
+      ptr_[c.index] = const_cast<std::byte*>(exe.constants_[c.index].bytes().data());
+    }
+    if (exe.lir_.memory.arena_size) arena_ = Storage(exe.lir_.memory.arena_size, false);
+    for (ir::NodeId o : g.outputs) out_bytes_.push_back(std::size_t(*g.shape(o).size_bytes()));
+  }
+
+  void run(const std::byte* const* leaves, std::byte* const* outputs) override {
+    const ir::LirModule& lir = exe_.lir_;
+    const ir::Graph& g = lir.mir;
+    for (std::size_t k = 0; k < fed_.size(); ++k)
+      ptr_[fed_[k].index] = const_cast<std::byte*>(leaves[k]);
+    for (std::size_t o = 0; o < g.outputs.size(); ++o)
+      if (!out_at_[g.outputs[o].index]) out_at_[g.outputs[o].index] = outputs[o];
+    RunState state{lir, arena_.data(), ptr_, values_, owned_, args_, out_at_.data()};
+    for (std::size_t i = 0; i < exe_.steps_.size(); ++i) {
+      exe_.steps_[i]->run(state);
+      for (ir::NodeId id : lir.memory.releases[i]) {
+        owned_[id.index] = Buffer();
+        values_[id.index] = nullptr;
+      }
+    }
+    // Outputs not computed in place (a leaf, a constant, a view, one given twice) copy.
+    for (std::size_t o = 0; o < g.outputs.size(); ++o) {
+      uint32_t i = g.outputs[o].index;
+      if (ptr_[i] != outputs[o]) std::memcpy(outputs[o], ptr_[i], out_bytes_[o]);
+    }
+    for (ir::NodeId o : g.outputs) out_at_[o.index] = nullptr;
+  }
+
+private:
+  const JitExecutable& exe_;
+  std::vector<ir::NodeId> fed_;
+  std::vector<std::byte*> ptr_;
+  std::vector<const Buffer*> values_;
+  std::vector<Buffer> owned_;
+  std::vector<void*> args_;
+  std::vector<std::byte*> out_at_;
+  std::vector<std::size_t> out_bytes_;
+  Storage arena_;
+};
+
+std::unique_ptr<RawEntry> JitExecutable::raw() const {
+  for (const ir::LirStep& st : lir_.steps)
+    if (st.rule == lir_.policy->runtime) return nullptr;
+  return std::make_unique<Frame>(*this);
+}
+
 } // namespace
+
+std::unique_ptr<RawEntry> raw_entry(const Executable& exe) {
+  const auto* jit = dynamic_cast<const JitExecutable*>(&exe);
+  return jit ? jit->raw() : nullptr;
+}
 
 std::shared_ptr<const Executable> compile_lir(ir::LirModule lir) {
   if (lir.policy != &step_policy())

@@ -163,7 +163,9 @@ private:
 };
 
 /// A scan (or its backward) as a runtime step whose loop over time calls its bodies compiled by
-/// the JIT, once per executable (not the interpreter node by node at every step).
+/// the JIT, once per executable (not the interpreter node by node at every step), through their
+/// raw-pointer entries: a step reads the carry and x_t where they are and writes where the loop
+/// wants (a trajectory row, one of a pair of carries), allocating nothing.
 class ScanStep final : public PreparedStep {
 public:
   explicit ScanStep(const ir::Node& n) : node_(n) {
@@ -184,11 +186,19 @@ public:
   void run(RunState& s) const override {
     std::vector<const Buffer*> ops;
     for (ir::NodeId in : node_.inputs) ops.push_back(s.values[in.index]);
-    interp::detail::BodyRunner runner = [this](const ir::Graph& body,
-                                               std::span<const Buffer* const> leaves) {
-      for (const auto& [g, exe] : bodies_)
-        if (g == &body) return exe->run(leaves);
-      return interp::run_leaves(body, leaves);
+    // Each body's raw-pointer entry, made once for this run (one call per step after that).
+    interp::detail::BodyRunner runner = [this](const ir::Graph& body) -> interp::detail::RawBody {
+      for (const auto& [g, exe] : bodies_) {
+        if (g != &body) continue;
+        if (std::shared_ptr<RawEntry> e = raw_entry(*exe))
+          return
+              [e](const std::byte* const* leaves, std::byte* const* outs) { e->run(leaves, outs); };
+        return interp::detail::buffered(
+            body, [exe](const ir::Graph&, std::span<const Buffer* const> leaves) {
+              return exe->run(leaves);
+            });
+      }
+      return interp::detail::buffered(body, interp::run_leaves);
     };
     const ir::AnyAttrs& a = node_.op.any_attrs();
     uint32_t i = node_.id.index;

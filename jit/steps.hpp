@@ -24,9 +24,13 @@ struct RunState {
   std::vector<const Buffer*>& values; ///< per node: its buffer (leaves, Own values)
   std::vector<Buffer>& owned;         ///< per node: Own values made by this call
   std::vector<void*>& args;           ///< scratch for a step's argument pointers
+  /// Per node, where the caller wants it written (a RawEntry's outputs), or null.
+  std::byte* const* out_at = nullptr;
 
-  /// The bytes a step writes node `id` to: its arena slot, or a new buffer of its own.
+  /// The bytes a step writes node `id` to: where the caller wants it, its arena slot, or a new
+  /// buffer of its own.
   std::byte* result(ir::NodeId id) {
+    if (out_at && out_at[id.index]) return ptr[id.index] = out_at[id.index];
     const ir::Placement& p = lir.memory.places[id.index];
     if (p.home == ir::Home::Arena) return ptr[id.index] = arena + p.offset;
     owned[id.index] = Buffer::uninitialized(lir.mir.shape(id));
@@ -74,6 +78,22 @@ ir::PlanOptions plan_options();
 /// The executable of a plan made with plan_options() (jit/executable.cpp): its steps prepared,
 /// run in order on every call.
 std::shared_ptr<const Executable> compile_lir(ir::LirModule lir);
+
+/// A JIT executable run on raw pointers, for callers that run it many times in a row (a scan's
+/// body at every step): what a call needs (the arena, the pointer tables) is made once with the
+/// entry, so a call allocates nothing and copies nothing but outputs that are not computed in
+/// place (a leaf or a constant returned as it is). Not thread-safe: one entry per thread.
+class RawEntry {
+public:
+  virtual ~RawEntry() = default;
+  /// leaves[i]: the elements of the i-th leaf (Input or Param, in graph order); outputs[j]: where
+  /// output j is written (never aliasing a leaf).
+  virtual void run(const std::byte* const* leaves, std::byte* const* outputs) = 0;
+};
+
+/// The RawEntry of `exe`, or null when it is not the JIT's or its plan has steps that run on the
+/// interpreter's kernels (they need Buffers).
+std::unique_ptr<RawEntry> raw_entry(const Executable& exe);
 
 /// A new kernel symbol, unique in the process ("rlx_k12").
 std::string kernel_name();

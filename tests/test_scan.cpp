@@ -12,6 +12,7 @@
 #include <rlx/autodiff.hpp>
 
 #include <cmath>
+#include <cstring>
 
 using namespace rlx;
 using namespace rlx::ir;
@@ -411,6 +412,87 @@ TEST_CASE("a checkpointed scan's backward plans O(K) carries, a plain one O(leng
   CHECK(run(loss(true)) == run(loss(false)));
 }
 
+TEST_CASE("a scan's backward sums a broadcast weight's cotangents: memory does not grow with "
+          "length x weight") {
+  // h' = tanh(h @ w + x_t) with w [H, H] captured (broadcast): the backward's arena holds the
+  // trajectory (length x carry) and a few weights' worth, not one weight per step.
+  const int64_t batch = 2, hidden = 64;
+  const Shape hs = sh({batch, hidden}, F32), ws = sh({hidden, hidden}, F32);
+  Graph body("step");
+  NodeId h = body.input("h", hs), w = body.input("w", ws), x = body.input("x", hs);
+  body.set_outputs({body.tanh(body.add(body.mm(h, w), x))});
+  auto grad_graph = [&](int64_t length) {
+    Graph g("mem");
+    NodeId h0 = g.input("h0", hs), gw = g.input("w", ws);
+    NodeId xs = g.input("xs", sh({length, batch, hidden}, F32));
+    NodeId y = g.scan_with_bcasts_and_xs(h0, {gw}, {xs}, body, uint32_t(length));
+    g.set_outputs({g.sum(y, {0, 1}, false)});
+    return autodiff::grad(g, std::vector<NodeId>{gw});
+  };
+  const uint64_t w_bytes = uint64_t(hidden * hidden * 4),
+                 carry_bytes = uint64_t(batch * hidden * 4);
+  uint64_t short_arena = plan_for(grad_graph(32), Backend::Interp).memory.arena_size;
+  uint64_t long_arena = plan_for(grad_graph(128), Backend::Interp).memory.arena_size;
+  INFO("arena at length 32: " << short_arena << " bytes, at 128: " << long_arena);
+  // 96 more steps cost at most a few carries each (the trajectory, the xs' cotangent), far less
+  // than a weight each (16 KiB here, 8x a carry).
+  CHECK(long_arena - short_arena <= 96 * 3 * carry_bytes);
+  CHECK(long_arena <= 128 * 3 * carry_bytes + 4 * w_bytes);
+  // The summed cotangent is the weight's gradient: against the same scan with w stacked as an
+  // xs (one copy per step), whose gradient is per step.
+  const int64_t length = 7;
+  const Shape xs_shape = sh({length, batch, hidden}, F32);
+  Graph g("stacked");
+  NodeId h0 = g.input("h0", hs), ww = g.input("ws", sh({length, hidden, hidden}, F32));
+  NodeId xs = g.input("xs", xs_shape);
+  g.set_outputs({g.sum(g.scan_with_xs(h0, {ww, xs}, body, length), {0, 1}, false)});
+  Buffer hv = test::random_buffer(hs, 3), wv = test::random_buffer(ws, 4, -0.2, 0.2),
+         xv = test::random_buffer(xs_shape, 5);
+  Buffer stacked_w = Buffer::uninitialized(sh({length, hidden, hidden}, F32));
+  for (int64_t t = 0; t < length; ++t)
+    std::memcpy(stacked_w.bytes().data() + t * w_bytes, wv.bytes().data(), w_bytes);
+  Buffer per_row =
+      interp::run(autodiff::grad(g, std::vector<NodeId>{ww}),
+                  {{"h0", hv}, {"ws", stacked_w}, {"xs", xv}, {"d_output", one(F32)}})[0];
+  Graph b("summed");
+  NodeId bh0 = b.input("h0", hs), bw = b.input("w", ws), bxs = b.input("xs", xs_shape);
+  b.set_outputs({b.sum(b.scan_with_bcasts_and_xs(bh0, {bw}, {bxs}, body, length), {0, 1}, false)});
+  Buffer summed = interp::run(autodiff::grad(b, std::vector<NodeId>{bw}),
+                              {{"h0", hv}, {"w", wv}, {"xs", xv}, {"d_output", one(F32)}})[0];
+  REQUIRE(summed.shape() == ws);
+  double norm = 0;
+  for (int64_t i = 0; i < summed.numel(); ++i) {
+    double want = 0;
+    for (int64_t t = 0; t < length; ++t) want += per_row.get_f64(t * summed.numel() + i);
+    CHECK(summed.get_f64(i) == doctest::Approx(want).epsilon(1e-5));
+    norm += std::fabs(want);
+  }
+  CHECK(norm > 1e-2);
+}
+
+TEST_CASE("a differentiated scan runs its forward once: the value is the trajectory's last row") {
+  Rnn r;
+  std::vector<Buffer> leaves = rnn_leaves(r, 13);
+  for (Mode mode : {Mode::Plain, Mode::Checkpointed}) {
+    Graph g = rnn_loss(r, mode, 3);
+    std::vector<NodeId> wrt;
+    for (const Node& n : g.nodes())
+      if (n.op.kind() == OpKind::Input) wrt.push_back(n.id);
+    Graph gg = autodiff::grad_with_loss(g, wrt);
+    INFO(to_text(gg));
+    CHECK(count(gg, OpKind::Scan) == 1);
+    ir::LirModule plan = plan_for(gg, Backend::Interp);
+    std::size_t scan_steps = 0;
+    for (const ir::LirStep& st : plan.steps)
+      for (NodeId id : st.nodes) scan_steps += plan.mir.node(id).op.kind() == OpKind::Scan;
+    CHECK(scan_steps == 1);
+    // The loss it reports is the forward's.
+    interp::Feed f = feed(g, leaves);
+    f.emplace("d_output", one());
+    CHECK(interp::run(gg, f).at(0).get_f64(0) == loss_of(g, leaves));
+  }
+}
+
 TEST_CASE("scans and their gradients agree on the JIT and the interpreter on random cases") {
   Backend other = test::other_backend();
   for (uint64_t seed = 0; seed < 6; ++seed) {
@@ -520,7 +602,7 @@ TEST_CASE("the JIT runs a scan's bodies compiled once per executable, not node b
       bodies.push_back(&n.op.attrs<ScanBackwardAttrs>().forward_body->get());
     }
   }
-  REQUIRE(bodies.size() == 4);
+  REQUIRE(bodies.size() == 3); // the forward runs once (its trajectory), the backward twice
   for (const Graph* b : bodies) {
     bool hit = false;
     compile(*b, Backend::Jit, &hit);
@@ -533,4 +615,189 @@ TEST_CASE("the JIT runs a scan's bodies compiled once per executable, not node b
   for (const Buffer& b : leaves) ptrs.push_back(&b);
   exe->run(ptrs);
   CHECK(cache_stats().compiles == compiles); // running compiles nothing more
+}
+
+TEST_CASE("rlx::scan takes JAX's form: a body returning (carry, y) gives (final carry, ys)") {
+  // c' = c + x_t, y_t = c': the ys are c0 plus the running sums of the xs.
+  const int64_t L = 5;
+  std::vector<double> xv{1, -2, 3, 0.5, 4, 10, 20, 30, 40, 50}; // xs [5, 2]
+  Tensor xs = Tensor::from_vector(xv, {L, 2});
+  Tensor c0 = Tensor::from_vector(std::vector<double>{0.25, -1}, {2});
+  auto body = [](const Tensor& c, const Tensor& x) {
+    Tensor next = c + x;
+    return std::pair{next, next};
+  };
+  for (bool reverse : {false, true}) {
+    INFO("reverse " << reverse);
+    auto [last, ys] = rlx::scan(body, c0, {xs}, {.reverse = reverse});
+    static_assert(std::is_same_v<decltype(ys), Tensor>);
+    REQUIRE(ys.shape() == sh({L, 2}));
+    std::vector<double> got = ys.to_vector<double>(), fin = last.to_vector<double>();
+    for (int64_t j = 0; j < 2; ++j) {
+      // Forward: ys[t] = c0 + x_0 + ... + x_t; reverse: ys[t] = c0 + x_t + ... + x_{L-1}.
+      double run = j == 0 ? 0.25 : -1;
+      for (int64_t k = 0; k < L; ++k) {
+        int64_t t = reverse ? L - 1 - k : k;
+        run += xv[std::size_t(t * 2 + j)];
+        CHECK(got[std::size_t(t * 2 + j)] == run);
+      }
+      CHECK(fin[std::size_t(j)] == run);
+    }
+  }
+  // The tuple form is the same.
+  auto [last_t, ys_t] = rlx::scan(
+      [](const Tensor& c, const Tensor& x) { return std::tuple{c + x, (c + x) * 2.0}; }, c0, {xs});
+  // Column 0 of the xs is 1, 3, 4, 20, 40.
+  CHECK(ys_t.to_vector<double>()[8] == 2 * (0.25 + 1 + 3 + 4 + 20 + 40));
+  CHECK(last_t.to_vector<double>()[0] == 0.25 + 1 + 3 + 4 + 20 + 40);
+}
+
+TEST_CASE("rlx::scan carries a tuple, an array or a vector of tensors") {
+  // (a, b) -> (a + x_t, 0.5 b + a'), y = a' * b': an explicit loop in double is the reference.
+  const int64_t L = 6;
+  Tensor xs = Tensor(test::random_buffer(sh({L, 3}), 17));
+  Tensor a0 = Tensor(test::random_buffer(sh({3}), 18));
+  Tensor b0 = Tensor(test::random_buffer(sh({1, 3}), 19));
+  std::vector<double> x = xs.to_vector<double>(), a = a0.to_vector<double>(),
+                      b = b0.to_vector<double>(), ys_want;
+  for (int64_t t = 0; t < L; ++t)
+    for (std::size_t j = 0; j < 3; ++j) {
+      a[j] += x[std::size_t(t) * 3 + j];
+      b[j] = 0.5 * b[j] + a[j];
+      ys_want.push_back(a[j] * b[j]);
+    }
+  auto step = [](const Tensor& a, const Tensor& b, const Tensor& x) {
+    Tensor a2 = a + x, b2 = b * 0.5 + a2.reshape({1, 3});
+    return std::tuple{a2, b2, a2 * b2.reshape({3})};
+  };
+  auto check = [&](const Tensor& fa, const Tensor& fb, const Tensor& ys) {
+    CHECK(fa.shape() == sh({3}));
+    CHECK(fb.shape() == sh({1, 3}));
+    REQUIRE(ys.shape() == sh({L, 3}));
+    for (std::size_t j = 0; j < 3; ++j) {
+      CHECK(fa.to_vector<double>()[j] == doctest::Approx(a[j]).epsilon(1e-14));
+      CHECK(fb.to_vector<double>()[j] == doctest::Approx(b[j]).epsilon(1e-14));
+    }
+    std::vector<double> got = ys.to_vector<double>();
+    for (std::size_t i = 0; i < ys_want.size(); ++i)
+      CHECK(got[i] == doctest::Approx(ys_want[i]).epsilon(1e-14));
+  };
+  auto [tc, tys] = rlx::scan(
+      [&](const std::tuple<Tensor, Tensor>& c, const Tensor& x) {
+        auto [na, nb, y] = step(std::get<0>(c), std::get<1>(c), x);
+        return std::pair{std::tuple{na, nb}, y};
+      },
+      std::tuple{a0, b0}, {xs});
+  check(std::get<0>(tc), std::get<1>(tc), tys);
+  auto [ac, ays] = rlx::scan(
+      [&](const std::array<Tensor, 2>& c, const Tensor& x) {
+        auto [na, nb, y] = step(c[0], c[1], x);
+        return std::pair{std::array<Tensor, 2>{na, nb}, y};
+      },
+      std::array<Tensor, 2>{a0, b0}, {xs});
+  check(ac[0], ac[1], ays);
+  auto [vc, vys] = rlx::scan(
+      [&](const std::vector<Tensor>& c, const Tensor& x) {
+        auto [na, nb, y] = step(c[0], c[1], x);
+        return std::pair{std::vector<Tensor>{na, nb}, y};
+      },
+      std::vector<Tensor>{a0, b0}, {xs});
+  REQUIRE(vc.size() == 2);
+  check(vc[0], vc[1], vys);
+  // Without a y: the final carry, or with trajectory each part stacked.
+  auto carry_only = [&](const std::tuple<Tensor, Tensor>& c, const Tensor& x) {
+    auto [na, nb, y] = step(std::get<0>(c), std::get<1>(c), x);
+    return std::tuple<Tensor, Tensor>{na, nb};
+  };
+  std::tuple<Tensor, Tensor> fin = rlx::scan(carry_only, std::tuple{a0, b0}, {xs});
+  check(std::get<0>(fin), std::get<1>(fin), tys);
+  auto traj = rlx::scan_trajectory(carry_only, std::tuple{a0, b0}, {xs});
+  CHECK(std::get<0>(traj).shape() == sh({L, 3}));
+  REQUIRE(std::get<1>(traj).shape() == sh({L, 1, 3}));
+  CHECK(std::get<1>(traj).to_vector<double>()[15] == doctest::Approx(b[0]).epsilon(1e-14));
+}
+
+TEST_CASE("rlx::grad differentiates through a packed carry, ys and a reversed scan") {
+  // loss = sum(ys) with ys[t] = c0 + running sum of the xs: d loss / d x_t counts the ys that
+  // include x_t, L - t forward and t + 1 reversed; d loss / d c0 = L.
+  const int64_t L = 4;
+  Tensor xs = Tensor(test::random_buffer(sh({L, 2}), 5));
+  Tensor c0 = Tensor(test::random_buffer(sh({2}), 6));
+  for (bool reverse : {false, true}) {
+    INFO("reverse " << reverse);
+    auto loss = [&](const Tensor& c, const Tensor& x) {
+      auto [last, ys] =
+          rlx::scan([](const Tensor& h, const Tensor& xt) { return std::pair{h + xt, h + xt}; }, c,
+                    {x}, {.reverse = reverse});
+      return rlx::sum(ys) + 0.0 * rlx::sum(last);
+    };
+    std::vector<Tensor> g = rlx::grad(loss, {0, 1})(c0, xs);
+    std::vector<double> dc = g[0].to_vector<double>(), dx = g[1].to_vector<double>();
+    CHECK(dc == std::vector<double>{double(L), double(L)});
+    for (int64_t t = 0; t < L; ++t)
+      for (int64_t j = 0; j < 2; ++j)
+        CHECK(dx[std::size_t(t * 2 + j)] == double(reverse ? t + 1 : L - t));
+  }
+}
+
+TEST_CASE("rlx::scan's tuple carries share one dtype and keep their shapes") {
+  Tensor a = rlx::zeros({3}, F64), b = rlx::zeros({3}, F32);
+  Tensor xs = rlx::zeros({4, 3}, F64);
+  const int line = __LINE__ + 3;
+  std::string msg = test::check_error(
+      [&] {
+        rlx::scan([](const std::tuple<Tensor, Tensor>& c, const Tensor&) { return c; },
+                  std::tuple{a, b}, {xs});
+      },
+      ErrorKind::Type,
+      "the carry's tensors share one dtype; carry[0] is f64[3], carry[1] is f32[3]");
+  CHECK(msg.find("test_scan.cpp:" + std::to_string(line)) != std::string::npos);
+  test::check_error(
+      [&] {
+        rlx::scan(
+            [](const std::tuple<Tensor, Tensor>& c, const Tensor& x) {
+              return std::tuple<Tensor, Tensor>{std::get<0>(c) + x,
+                                                rlx::concat({std::get<1>(c), x}, 0)};
+            },
+            std::tuple{a, a}, {xs});
+      },
+      ErrorKind::Shape, "the body's next carry[1] is f64[6], expected f64[3]");
+  test::check_error(
+      [&] {
+        rlx::scan([](const Tensor& c, const Tensor& x) { return std::pair{c + x, c}; }, a, {xs},
+                  {.checkpoints = 2});
+      },
+      ErrorKind::Value, "checkpoints apply to scans returning the final carry");
+}
+
+TEST_CASE("the JIT calls a scan's body on raw pointers: no allocation per step") {
+  REQUIRE(backend_available(Backend::Jit));
+  // A carry of 64 KiB (pooled blocks are counted): a run of 64 steps asks the pool for as many
+  // blocks as a run of 4 (the result, the carry pair, the body's arena), not one per step.
+  const int64_t n = 16384;
+  const Shape s = sh({n}, F32);
+  Graph body("step");
+  NodeId h = body.input("h", s), x = body.input("x", s);
+  body.set_outputs({body.tanh(body.add(body.mul(h, body.constant(0.5, F32)), x))});
+  auto requests = [&](int64_t length) {
+    Graph g("scan");
+    NodeId h0 = g.input("h0", s), xs = g.input("xs", sh({length, n}, F32));
+    g.set_outputs({g.scan_with_xs(h0, {xs}, body, uint32_t(length))});
+    std::shared_ptr<const Executable> exe = compile(g, Backend::Jit);
+    Buffer hv = test::random_buffer(s, 1), xv = test::random_buffer(sh({length, n}, F32), 2);
+    std::vector<const Buffer*> leaves{&hv, &xv};
+    exe->run(leaves); // warm
+    MemoryStats before = memory_stats();
+    Buffer out = exe->run(leaves).at(0);
+    MemoryStats after = memory_stats();
+    // The value is the interpreter's.
+    CHECK(test::compare_runs(g, test::run_on(Backend::Interp, g, {hv, xv}),
+                             test::run_on(Backend::Jit, g, {hv, xv}, true), "jit")
+              .problems == "");
+    return (after.reuses + after.fresh) - (before.reuses + before.fresh);
+  };
+  uint64_t short_run = requests(4), long_run = requests(64);
+  INFO("pool requests: 4 steps " << short_run << ", 64 steps " << long_run);
+  CHECK(long_run == short_run);
+  CHECK(short_run <= 6);
 }

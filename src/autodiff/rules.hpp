@@ -115,6 +115,10 @@ Grad jvp_custom_fn(Builder& b, const Node& n, std::span<const Grad> t);
 /// checkpoints), and a scan of (carry, tangent) pairs.
 std::vector<Grad> vjp_scan(Builder& b, const Node& n, NodeId dy, std::span<const char> want);
 Grad jvp_scan(Builder& b, const Node& n, std::span<const Grad> t);
+/// g with each scan that also has a trajectory twin (the same operands and attributes with
+/// save_trajectory, as the VJP of a scan adds) computed as that trajectory's last row: the
+/// forward then runs once for its value and its backward. Whether anything changed.
+bool share_scan_trajectories(ir::Graph& g);
 /// Appends body nodes into g with n's source location; kinds `rule_kind` marks Decompose are
 /// appended as their decomposition (as the transforms prepare the forward graph).
 std::function<NodeId(const ir::Op&, std::vector<NodeId>, Shape)>

@@ -1,9 +1,8 @@
 // src/autodiff/scan.cpp -- the VJP and JVP rules of scan. Reverse mode differentiates the body
 // once (autodiff::grad of the body: body_vjp) and emits scan_backward (d init) and
-// scan_backward_xs (d xs_i) sweeping the trajectory backwards. Broadcast operands are
-// materialized as per-step inputs ([length, *shape], RLX's choice) and their gradient is the
-// sum of the per-step cotangents. Forward mode scans the pair (carry, tangent) with the body's
-// jvp.
+// scan_backward_xs (d of each bcast and xs) sweeping the trajectory backwards. Broadcast
+// operands stay whole: the sweep adds up their per-step cotangents (memory O(their shape), not
+// O(length x shape)). Forward mode scans the pair (carry, tangent) with the body's jvp.
 #include "rules.hpp"
 
 #include "ops/control.hpp"
@@ -62,23 +61,9 @@ std::vector<Grad> vjp_scan(Builder& b, const Node& n, NodeId dy, std::span<const
   const ir::Graph& body = a.body.get();
   const NodeId init = n.inputs[0];
   const Shape carry = g.shape(init); // a copy: appending to g moves its nodes
-  // Per-step operands of the backward: the bcasts stretched to [length, *shape], then xs.
-  std::vector<NodeId> xs;
-  for (int64_t i = 0; i < a.num_bcast; ++i) {
-    NodeId bc = n.inputs[std::size_t(1 + i)];
-    std::vector<ir::Dim> dims{ir::Dim(a.length)};
-    const Shape s = g.shape(bc);
-    dims.insert(dims.end(), s.dims().begin(), s.dims().end());
-    xs.push_back(b.expand_to(b.reshape(bc,
-                                       [&] {
-                                         Ints d{1};
-                                         for (int64_t v : s.sizes()) d.push_back(v);
-                                         return d;
-                                       }()),
-                             Shape(std::move(dims), s.dtype())));
-  }
-  for (int64_t i = 0; i < a.num_xs; ++i) xs.push_back(n.inputs[std::size_t(1 + a.num_bcast + i)]);
-
+  // The backward's operands after upstream: the bcasts (whole: their cotangents are summed over
+  // the steps as the sweep goes, never stacked), then the xs.
+  std::vector<NodeId> rest(n.inputs.begin() + 1, n.inputs.end());
   NodeId trajectory = n.id, upstream = dy;
   bool save = a.save_trajectory;
   if (!a.save_trajectory) {
@@ -91,24 +76,82 @@ std::vector<Grad> vjp_scan(Builder& b, const Node& n, NodeId dy, std::span<const
   ba.body_vjp = ir::SubGraph(body_vjp_of(body));
   ba.length = a.length;
   ba.save_trajectory = save;
-  ba.num_xs = int64_t(xs.size());
+  ba.num_bcast = a.num_bcast;
+  ba.num_xs = a.num_xs;
   ba.num_checkpoints = checkpointed ? a.num_checkpoints : 0;
   if (checkpointed) ba.forward_body = a.body;
   std::vector<NodeId> ins{init, trajectory, upstream};
-  ins.insert(ins.end(), xs.begin(), xs.end());
+  ins.insert(ins.end(), rest.begin(), rest.end());
 
   std::vector<Grad> grads(n.inputs.size());
   if (want[0] && ir::is_float(carry.dtype()))
     grads[0] = b.op(ir::Op(OpKind::ScanBackward, ba), ins);
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (!want[1 + i] || !ir::is_float(g.shape(n.inputs[1 + i]).dtype())) continue;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (!want[1 + i] || !ir::is_float(g.shape(rest[i]).dtype())) continue;
     ir::ScanBackwardAttrs xa = ba;
     xa.xs_idx = int64_t(i);
-    NodeId d = b.op(ir::Op(OpKind::ScanBackwardXs, std::move(xa)), ins);
-    if (int64_t(i) < a.num_bcast) d = b.sum(d, {0}, false);
-    grads[1 + i] = d;
+    grads[1 + i] = b.op(ir::Op(OpKind::ScanBackwardXs, std::move(xa)), ins);
   }
   return grads;
+}
+
+bool share_scan_trajectories(ir::Graph& g) {
+  // twin[p]: the trajectory scan standing for plain scan p.
+  std::vector<std::optional<NodeId>> twin(g.len());
+  std::vector<NodeId> trajectories;
+  for (const Node& n : g.nodes())
+    if (n.op.kind() == OpKind::Scan && n.op.attrs<ir::ScanAttrs>().save_trajectory)
+      trajectories.push_back(n.id);
+  bool any = false;
+  for (const Node& n : g.nodes()) {
+    if (n.op.kind() != OpKind::Scan || n.op.attrs<ir::ScanAttrs>().save_trajectory ||
+        !n.shape.is_static())
+      continue;
+    ir::ScanAttrs want = n.op.attrs<ir::ScanAttrs>();
+    want.save_trajectory = true;
+    const ir::Op op(OpKind::Scan, std::move(want));
+    for (NodeId t : trajectories) {
+      const Node& c = g.node(t);
+      if (c.inputs == n.inputs && c.op == op) {
+        twin[n.id.index] = t;
+        any = true;
+        break;
+      }
+    }
+  }
+  if (!any) return false;
+  // Rebuilt in order, each twin moved up to its plain scan (their operands are the same).
+  ir::Graph out(g.name);
+  std::vector<NodeId> map(g.len());
+  std::vector<char> done(g.len(), 0);
+  auto copy = [&](const Node& n) {
+    std::vector<NodeId> ins;
+    for (NodeId i : n.inputs) ins.push_back(map[i.index]);
+    NodeId id = out.append_node(n.op, std::move(ins), n.shape, n.name);
+    out.node_mut(id).loc = n.loc;
+    done[n.id.index] = 1;
+    return map[n.id.index] = id;
+  };
+  for (const Node& n : g.nodes()) {
+    if (done[n.id.index]) continue;
+    if (!twin[n.id.index]) {
+      copy(n);
+      continue;
+    }
+    const Node& t = g.node(*twin[n.id.index]);
+    NodeId traj = done[t.id.index] ? map[t.id.index] : copy(t);
+    const int64_t rows = t.shape.sizes().at(0);
+    NodeId row = out.narrow_(traj, 0, rows - 1, 1);
+    out.node_mut(row).loc = n.loc;
+    NodeId last = out.reshape_(row, n.shape.sizes());
+    out.node_mut(last).loc = n.loc;
+    if (!out.node(last).name) out.node_mut(last).name = n.name;
+    map[n.id.index] = last;
+    done[n.id.index] = 1;
+  }
+  for (NodeId o : g.outputs) out.outputs.push_back(map[o.index]);
+  g = std::move(out);
+  return true;
 }
 
 Grad jvp_scan(Builder& b, const Node& n, std::span<const Grad> t) {

@@ -171,6 +171,7 @@ ir::Graph reverse(const ir::Graph& forward, std::span<const NodeId> wrt, bool ke
   for (std::size_t i = 0; i < w.size(); ++i)
     result.push_back(grads[i] ? *grads[i] : b.zeros(g.shape(w[i])));
   g.set_outputs(std::move(result));
+  share_scan_trajectories(g);
   return std::move(g);
 }
 

@@ -204,18 +204,22 @@ Shape scan_rule(const Op& op, std::span<const Shape> in) {
 
 Shape scan_backward_rule(const Op& op, std::span<const Shape> in) {
   const auto& a = op.attrs<ScanBackwardAttrs>();
-  if (a.num_xs < 0 || int64_t(in.size()) != 3 + a.num_xs)
-    shape_error(op, in, "takes 3 + num_xs (", a.num_xs,
-                ") operands [init, trajectory, upstream, xs...], got ", in.size());
+  if (a.num_xs < 0 || a.num_bcast < 0 || int64_t(in.size()) != 3 + a.num_bcast + a.num_xs)
+    shape_error(op, in, "takes 3 + num_bcast (", a.num_bcast, ") + num_xs (", a.num_xs,
+                ") operands [init, trajectory, upstream, bcast..., xs...], got ", in.size());
   check_length(op, in, a.length, a.num_checkpoints);
   const Shape& carry = in[0];
-  std::vector<Shape> steps = per_step_shapes(op, in, 3, std::size_t(a.num_xs), a.length);
+  // What each step sees: the bcasts whole, then one row of each xs.
+  std::vector<Shape> steps(in.begin() + 3, in.begin() + 3 + a.num_bcast);
+  for (Shape& s :
+       per_step_shapes(op, in, std::size_t(3 + a.num_bcast), std::size_t(a.num_xs), a.length))
+    steps.push_back(std::move(s));
   check_like(op, in, in[1], stacked(scan_saved_rows(a.length, a.num_checkpoints), carry),
              "the trajectory");
   check_like(op, in, in[2], a.save_trajectory ? stacked(a.length, carry) : carry,
              "the upstream cotangent");
   const Graph& body = a.body_vjp.get();
-  check_body(op, in, body, "body_vjp", std::size_t(1 + a.num_xs));
+  check_body(op, in, body, "body_vjp", 1 + steps.size());
   std::optional<NodeId> d_out = body_input(body, kDOutput);
   if (!d_out) shape_error(op, in, "body_vjp must have an Input named \"", kDOutput, "\"");
   check_like(op, in, body.shape(*d_out), carry, "body_vjp's Input \"d_output\"");
@@ -224,15 +228,17 @@ Shape scan_backward_rule(const Op& op, std::span<const Shape> in) {
     if (id != *d_out) inputs.push_back(id);
   if (inputs.size() != steps.size() + 1)
     shape_error(op, in, "body_vjp has ", inputs.size(), " Inputs besides \"d_output\", expected ",
-                steps.size() + 1, " (the carry, then one per xs)");
+                steps.size() + 1, " (the carry, then one per bcast and per xs)");
   check_like(op, in, body.shape(inputs[0]), carry, "body_vjp's carry Input");
   check_like(op, in, body.shape(body.outputs[0]), carry, "body_vjp's output 0 (d carry)");
   for (std::size_t i = 0; i < steps.size(); ++i) {
+    bool bcast = int64_t(i) < a.num_bcast;
+    std::size_t k = bcast ? i : i - std::size_t(a.num_bcast);
     check_like(op, in, body.shape(inputs[1 + i]), steps[i],
                "body_vjp's Input " + std::to_string(1 + i));
     check_like(op, in, body.shape(body.outputs[1 + i]), steps[i],
-               "body_vjp's output " + std::to_string(1 + i) + " (d x_t of xs[" + std::to_string(i) +
-                   "])");
+               "body_vjp's output " + std::to_string(1 + i) + " (d " +
+                   (bcast ? "bcast[" : "x_t of xs[") + std::to_string(k) + "])");
   }
   bool checkpointed = a.num_checkpoints > 0 && a.num_checkpoints < a.length;
   if (checkpointed && !a.forward_body)
@@ -240,8 +246,9 @@ Shape scan_backward_rule(const Op& op, std::span<const Shape> in) {
                 " needs a forward_body to recompute the carries between checkpoints");
   if (a.forward_body) check_scan_body(op, in, a.forward_body->get(), "forward_body", carry, steps);
   if (op.kind() == OpKind::ScanBackward) return carry;
-  if (a.xs_idx < 0 || a.xs_idx >= a.num_xs)
-    shape_error(op, in, "xs_idx ", a.xs_idx, " is out of range for ", a.num_xs, " xs");
+  if (a.xs_idx < 0 || a.xs_idx >= a.num_bcast + a.num_xs)
+    shape_error(op, in, "xs_idx ", a.xs_idx, " is out of range for ", a.num_xs, " xs",
+                a.num_bcast ? " and " + std::to_string(a.num_bcast) + " bcasts" : "");
   return in[std::size_t(3 + a.xs_idx)];
 }
 
