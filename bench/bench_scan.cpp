@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
   bench::emit_note(kTable, "C++ loop: the recurrence in f32 with std::tanh, one thread, -O3 "
                            "-march=native, into a preallocated carry");
   const bench::Args args = bench::parse_args(argc, argv, {});
-  bench::Budget budget;
-  budget.seconds = args.budget;
+  const bench::Budget budget = bench::budget_of(args);
   bool ok = true;
   rlx::set_num_threads(1);
   for (const Workload& w :
