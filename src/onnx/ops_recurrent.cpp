@@ -4,7 +4,8 @@
 // reordered to PyTorch's (i, f, g, o; r, z, n) by slices and a concat of W, R and B, and a
 // reverse-only node runs forward on the flipped sequence. Otherwise the recurrence is unrolled
 // from primitive nodes (matmuls, the named activations, clip as clamp, peepholes, GRU's
-// linear_before_reset=0, sequence_lens as a mask and, for the reverse direction, a
+// linear_before_reset=0, LSTM's input_forget (f = 1 - i, as onnxruntime couples the gates),
+// sequence_lens as a mask and, for the reverse direction, a
 // per-sequence flip). Y is [seq, D, batch, H] (layout=1: [batch, seq, D, H]), Y_h and Y_c
 // [D, batch, H] (layout=1: [batch, D, H]).
 #include "importer.hpp"
@@ -35,6 +36,7 @@ struct Spec {
   int64_t gates = 1, hidden = 0, dirs = 1, seq = 0, batch = 0, input = 0;
   std::string direction = "forward";
   bool batch_first = false, has_clip = false, linear_before_reset = false;
+  bool coupled = false; ///< LSTM's input_forget: f = 1 - i (the forget weights are unused)
   float clip = 0;
   std::vector<Act> acts; ///< per direction, the cell's functions in ONNX order (f, g[, h])
 };
@@ -191,7 +193,8 @@ DirOut unroll(Ctx& c, const Spec& s, const Inputs& in, int64_t d, NodeId x) {
         NodeId ip = gate(pre, 0), op = gate(pre, 1), fp = gate(pre, 2), gp = gate(pre, 3);
         if (pi) ip = g.add(ip, g.mul(*pi, cs));
         if (pf) fp = g.add(fp, g.mul(*pf, cs));
-        NodeId i = apply(c, s, act[0], ip), f = apply(c, s, act[0], fp);
+        NodeId i = apply(c, s, act[0], ip);
+        NodeId f = s.coupled ? g.sub(like(c, i, 1), i) : apply(c, s, act[0], fp);
         NodeId gg = apply(c, s, act[1], gp);
         cn = g.add(g.mul(f, cs), g.mul(i, gg));
         if (po) op = g.add(op, g.mul(*po, cn));
@@ -237,7 +240,7 @@ NodeId flip(Ctx& c, const Inputs& in, int64_t S, int64_t B, NodeId v) {
 
 /// Whether the node fits rlx's lstm/gru/rnn op.
 bool fits_op(const Spec& s, const Inputs& in, const std::vector<std::string>& defaults) {
-  if (s.has_clip || in.p || in.lens) return false;
+  if (s.has_clip || s.coupled || in.p || in.lens) return false;
   if (s.cell == Cell::Gru && !s.linear_before_reset) return false;
   for (std::size_t k = 0; k < s.acts.size(); ++k) {
     const std::string& def = defaults[k % defaults.size()];
@@ -260,12 +263,7 @@ void recurrent(Ctx& c, Cell cell) {
   s.batch_first = c.attr_i("layout", 0) == 1;
   if (c.has_attr("clip")) s.has_clip = true, s.clip = c.attr_f("clip", 0);
   if (cell == Cell::Gru) s.linear_before_reset = c.attr_i("linear_before_reset", 0) != 0;
-  if (cell == Cell::Lstm) {
-    int64_t coupled = c.attr_i("input_forget", 0);
-    if (coupled != 0)
-      c.unsupported(rlx::detail::cat("attribute 'input_forget' = ", coupled,
-                                     " (coupled input and forget gates) is not supported"));
-  }
+  if (cell == Cell::Lstm) s.coupled = c.attr_i("input_forget", 0) != 0;
   const std::vector<std::string> defaults =
       cell == Cell::Lstm  ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
       : cell == Cell::Gru ? std::vector<std::string>{"sigmoid", "tanh"}
