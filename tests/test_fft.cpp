@@ -3,6 +3,7 @@
 // on the interpreter (its own double FFT) and on the JIT (FFTW): every function, odd and even
 // and non-power-of-two lengths, axes other than the last, n padding and truncating, every norm,
 // stft/istft round trips, and errors.
+#include "support/backends.hpp"
 #include "support/check_error.hpp"
 
 #include <rlx/rlx.hpp>
@@ -12,41 +13,24 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
-#include <functional>
 #include <string>
 #include <vector>
 
 namespace {
 
-using rlx::Backend;
 using rlx::DType;
 using rlx::ErrorKind;
 using rlx::Tensor;
 using rlx::test::check_error;
+using rlx::test::on_both_backends;
 namespace fft = rlx::fft;
 using fft::Norm;
 
-/// The folder of one fixture case; fx("name") loads <case>/name.npy.
-struct Fixture {
-  std::string dir;
-  explicit Fixture(const std::string& name)
-      : dir(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/fft/" + name + "/") {}
-  Tensor operator()(const std::string& file) const { return rlx::load_npy(dir + file + ".npy"); }
-};
+/// A case of tests/fixtures/fft/.
+rlx::test::Fixture case_of(const std::string& name) { return {"fft", name}; }
 
 const char* norm_name(Norm n) {
   return n == Norm::Backward ? "backward" : n == Norm::Forward ? "forward" : "ortho";
-}
-
-/// Runs body once per backend (the default backend decides where Tensor code computes).
-void on_both_backends(const std::function<void()>& body) {
-  const Backend saved = rlx::default_backend();
-  for (Backend b : {Backend::Interp, Backend::Jit}) {
-    CAPTURE(b);
-    rlx::set_default_backend(b);
-    body();
-  }
-  rlx::set_default_backend(saved);
 }
 
 /// got has want's sizes and dtype, and every element is within tol * max(|want|, 1e-3): an
@@ -79,7 +63,7 @@ const std::vector<Norm> kNorms = {Norm::Backward, Norm::Forward, Norm::Ortho};
 TEST_CASE("fft and ifft of c64 rows match numpy in every norm and length") {
   on_both_backends([] {
     for (int n : kLengths) {
-      Fixture fx("c2c_" + std::to_string(n));
+      auto fx = case_of("c2c_" + std::to_string(n));
       Tensor x = fx("x");
       for (Norm norm : kNorms) {
         std::string tag = std::string(norm_name(norm)) + " n=" + std::to_string(n);
@@ -95,7 +79,7 @@ TEST_CASE("fft and ifft of c64 rows match numpy in every norm and length") {
 TEST_CASE("rfft and irfft match numpy for odd and even lengths, every norm, and default n") {
   on_both_backends([] {
     for (int n : kLengths) {
-      Fixture fx("r2c_" + std::to_string(n));
+      auto fx = case_of("r2c_" + std::to_string(n));
       Tensor x = fx("x"), z = fx("z");
       const int64_t m = n / 2 + 1;
       for (Norm norm : kNorms) {
@@ -118,7 +102,7 @@ TEST_CASE("rfft and irfft match numpy for odd and even lengths, every norm, and 
 TEST_CASE("irfft inverts rfft for odd and even lengths") {
   on_both_backends([] {
     for (int n : {3, 8, 17, 100}) {
-      Tensor x = Fixture("r2c_" + std::to_string(n))("x");
+      Tensor x = case_of("r2c_" + std::to_string(n))("x");
       for (Norm norm : kNorms)
         expect_close(fft::irfft(fft::rfft(x, -1, -1, norm), n, -1, norm), x,
                      "irfft(rfft(x)) n=" + std::to_string(n));
@@ -128,7 +112,7 @@ TEST_CASE("irfft inverts rfft for odd and even lengths") {
 
 TEST_CASE("transforms along other axes pad or cut n as numpy") {
   on_both_backends([] {
-    Fixture fx("axes");
+    auto fx = case_of("axes");
     Tensor x = fx("x"), xr = fx("xr"), z = fx("z");
     expect_close(fft::fft(x, 7, 1), fx("want_fft_n7_axis1"), "fft n=7 axis=1");
     expect_close(fft::fft(x, 3, 0), fx("want_fft_n3_axis0"), "fft n=3 axis=0");
@@ -148,7 +132,7 @@ TEST_CASE("transforms along other axes pad or cut n as numpy") {
 
 TEST_CASE("fft2, fftn, rfftn and irfftn match numpy with and without s and axes") {
   on_both_backends([] {
-    Fixture fx("nd");
+    auto fx = case_of("nd");
     Tensor x = fx("x"), xr = fx("xr"), z = fx("z");
     expect_close(fft::fft2(x), fx("want_fft2"), "fft2");
     expect_close(fft::ifft2(x, {}, {-2, -1}, Norm::Ortho), fx("want_ifft2_ortho"), "ifft2 ortho");
@@ -165,7 +149,7 @@ TEST_CASE("fft2, fftn, rfftn and irfftn match numpy with and without s and axes"
 }
 
 TEST_CASE("fftfreq and rfftfreq are numpy's, in f64") {
-  Fixture fx("freqs");
+  auto fx = case_of("freqs");
   for (int n : {1, 4, 7, 10})
     for (auto [d, tag] : {std::pair{1.0, "1"}, std::pair{0.1, "0p1"}}) {
       std::string sfx = std::to_string(n) + "_" + tag;
@@ -178,7 +162,7 @@ TEST_CASE("fftfreq and rfftfreq are numpy's, in f64") {
 
 TEST_CASE("fftshift and ifftshift roll odd and even axes as numpy") {
   on_both_backends([] {
-    Fixture fx("shifts");
+    auto fx = case_of("shifts");
     Tensor x = fx("x"), z = fx("z");
     CHECK(fft::fftshift(x).to_vector<float>() == fx("want_fftshift").to_vector<float>());
     CHECK(fft::ifftshift(x).to_vector<float>() == fx("want_ifftshift").to_vector<float>());
@@ -195,7 +179,7 @@ TEST_CASE("fftshift and ifftshift roll odd and even axes as numpy") {
 
 TEST_CASE("real, imag, complex, abs and angle of c64 match numpy") {
   on_both_backends([] {
-    Fixture fx("complex_parts");
+    auto fx = case_of("complex_parts");
     Tensor re = fx("re"), im = fx("im"), z = fx("z");
     Tensor made = rlx::complex(re, im);
     CHECK(made.dtype() == DType::C64);
@@ -212,7 +196,7 @@ TEST_CASE("real, imag, complex, abs and angle of c64 match numpy") {
 }
 
 TEST_CASE("hann_window is torch's, periodic and symmetric") {
-  Fixture fx("hann");
+  auto fx = case_of("hann");
   for (int n : {1, 2, 7, 64})
     for (bool periodic : {true, false})
       expect_close(fft::hann_window(n, periodic),
@@ -249,7 +233,7 @@ const std::vector<StftCase> kStft = {
 TEST_CASE("stft matches torch.stft(return_complex=True) in [..., freq, frame] layout") {
   on_both_backends([] {
     for (const StftCase& c : kStft) {
-      Fixture fx(c.name);
+      auto fx = case_of(c.name);
       std::optional<Tensor> w;
       if (c.window) w = fx("window");
       Tensor s = fft::stft(fx("x"), c.n_fft, c.hop, c.win, w, c.center, c.pad_mode, c.normalized,
@@ -263,7 +247,7 @@ TEST_CASE("istft matches torch.istft, with and without a length") {
   on_both_backends([] {
     for (const StftCase& c : kStft) {
       if (!c.center) continue; // torch's NOLA check rejects an uncentred hann window
-      Fixture fx(c.name);
+      auto fx = case_of(c.name);
       std::optional<Tensor> w;
       if (c.window) w = fx("window");
       Tensor z = fx("z"), x = fx("x");
@@ -280,7 +264,7 @@ TEST_CASE("istft(stft(x)) gives x back") {
   on_both_backends([] {
     for (const StftCase& c : kStft) {
       if (!c.center) continue;
-      Fixture fx(c.name);
+      auto fx = case_of(c.name);
       std::optional<Tensor> w;
       if (c.window) w = fx("window");
       Tensor x = fx("x");
@@ -301,7 +285,7 @@ TEST_CASE("istft(stft(x)) gives x back") {
 }
 
 TEST_CASE("rlx::fft functions trace inside rlx::jit and give the eager values") {
-  Fixture fx("r2c_17");
+  auto fx = case_of("r2c_17");
   Tensor x = fx("x");
   auto f = rlx::jit(
       [](Tensor t) { return fft::irfft(fft::rfft(t, -1, -1, Norm::Ortho), 17, -1, Norm::Ortho); });
