@@ -1,5 +1,6 @@
 // include/rlx/rlx.hpp -- the everyday umbrella: numpy-like Tensor code, rlx::jit, the function
-// transforms (grad, value_and_grad, jvp, vmap), rlx::fft, .npy files and the process-wide settings.
+// transforms (grad, value_and_grad, jvp, vmap), rlx::fft, rlx::random, .npy files and the
+// process-wide settings.
 // It parses none of the IR's internals, so it compiles about as fast as an Eigen hello-world
 // (docs/performance.md). The IR, passes, autodiff on graphs, executables and rlx::apply /
 // rlx::custom_fn are included explicitly (rlx/apply.hpp, rlx/runtime.hpp, rlx/ir/...), or all
@@ -16,6 +17,7 @@
 #include "rlx/jit.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
+#include "rlx/random.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"

@@ -2,14 +2,13 @@
 #include "frontend/impl.hpp"
 #include "frontend/ops.hpp"
 #include "rlx/memory.hpp"
+#include "rlx/random.hpp"
 
 #include <cmath>
-#include <numbers>
 
 namespace rlx {
 
-namespace {
-
+namespace detail {
 void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Loc& loc) {
   for (int64_t s : sizes)
     if (s < 0) {
@@ -24,6 +23,9 @@ void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Lo
     throw Error(e.kind(), detail::cat(what, ": ", e.what(), detail::at_loc(loc)));
   }
 }
+} // namespace detail
+
+namespace {
 
 /// The length of a 1-d result computed on the host (arange, linspace): at most 2^48 elements
 /// and within the memory limit for its doubles, checked before anything is allocated.
@@ -37,26 +39,22 @@ void check_length(double n, std::string_view what, const Loc& loc) {
   }
 }
 
+/// Errors for rand/randn requests under their own names.
+void check_float_request(const Dims& sizes, DType dtype, std::string_view what, const Loc& loc) {
+  detail::check_sizes(sizes, dtype, what, loc);
+  if (!ir::is_float(dtype))
+    fail(ErrorKind::Type, what, ": needs a float dtype, got ", ir::dtype_name(dtype),
+         detail::at_loc(loc));
+}
+
 Tensor computed(Buffer b, const Loc& loc) {
   return Tensor(detail::make_computed(std::move(b), loc));
 }
 
-/// splitmix64: a counter-based generator (each element hashes its own index, so values do not
-/// depend on the order or the number of threads that compute them).
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/// Uniform in [0, 1) from 53 random bits.
-double uniform(uint64_t seed, uint64_t i) { return double(mix(mix(seed) ^ i) >> 11) * 0x1.0p-53; }
-
 } // namespace
 
 Tensor full(Dims sizes, double value, DType dtype, Loc loc) {
-  check_sizes(sizes, dtype, "full", loc);
+  detail::check_sizes(sizes, dtype, "full", loc);
   // A lazy broadcast of one constant: nothing is allocated until it is used.
   return apply(
       std::span<const Tensor>(),
@@ -103,46 +101,22 @@ Tensor linspace(double start, double stop, int64_t num, DType dtype, Loc loc) {
 
 Tensor eye(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype, Loc loc) {
   int64_t cols = m.value_or(n);
-  check_sizes({n, cols}, dtype, "eye", loc);
+  detail::check_sizes({n, cols}, dtype, "eye", loc);
   Buffer b(Shape::of(std::vector<int64_t>{n, cols}, dtype));
   for (int64_t i = 0; i < n; ++i)
     if (i + k >= 0 && i + k < cols) b.set_f64(i * cols + i + k, 1.0);
   return computed(std::move(b), loc);
 }
 
-namespace {
-/// A zero float buffer for rand/randn, after checking the request.
-Buffer random_buffer(const Dims& sizes, DType dtype, std::string_view what, const Loc& loc) {
-  check_sizes(sizes, dtype, what, loc);
-  if (!ir::is_float(dtype))
-    fail(ErrorKind::Type, what, ": needs a float dtype, got ", ir::dtype_name(dtype),
-         detail::at_loc(loc));
-  return Buffer(Shape::of(sizes, dtype));
-}
-} // namespace
-
+// rand and randn are rlx::random's uniform and normal with the seed as the key.
 Tensor rand(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
-  Buffer b = random_buffer(sizes, dtype, "rand", loc);
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    // Rounding to a narrower float may reach 1.0: keep the interval half-open.
-    b.set_f64(i, uniform(seed, uint64_t(i)));
-    if (b.get_f64(i) >= 1.0) b.set_f64(i, 0.0);
-  }
-  return computed(std::move(b), loc);
+  check_float_request(sizes, dtype, "rand", loc);
+  return random::uniform(seed, std::move(sizes), 0.0, 1.0, dtype, loc);
 }
 
 Tensor randn(Dims sizes, uint64_t seed, DType dtype, Loc loc) {
-  Buffer b = random_buffer(sizes, dtype, "randn", loc);
-  // Box-Muller on pairs: element 2j uses the cosine branch of pair j, element 2j+1 the sine.
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    uint64_t pair = uint64_t(i) / 2;
-    double u1 = 1.0 - uniform(seed, 2 * pair); // (0, 1]
-    double u2 = uniform(seed, 2 * pair + 1);
-    double r = std::sqrt(-2.0 * std::log(u1));
-    double angle = 2.0 * std::numbers::pi * u2;
-    b.set_f64(i, r * (i % 2 == 0 ? std::cos(angle) : std::sin(angle)));
-  }
-  return computed(std::move(b), loc);
+  check_float_request(sizes, dtype, "randn", loc);
+  return random::normal(seed, std::move(sizes), 0.0, 1.0, dtype, loc);
 }
 
 } // namespace rlx

@@ -22,6 +22,8 @@ ir::NodeId scalar_node(ir::Graph& g, const Number& n, DType dtype, std::string_v
 /// Normalize an axis of a rank-r tensor (negative counts from the end) or throw naming `what`.
 int64_t norm_axis(int64_t axis, int64_t rank, std::string_view what, const Shape& shape,
                   const Loc& loc);
+/// An rlx::Error naming `what` for negative sizes or a shape over the limits (creation.cpp).
+void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Loc& loc);
 /// Apply a one-operand builder.
 Tensor apply1(const Tensor& x, const std::function<ir::NodeId(ir::Graph&, ir::NodeId)>& build,
               const Loc& loc);
