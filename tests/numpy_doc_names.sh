@@ -12,10 +12,13 @@ doc=${1:?usage: numpy_doc_names.sh DOC OUT}
 out=${2:?usage: numpy_doc_names.sh DOC OUT}
 rows=$(grep -E '^\|' "$doc" | grep -vE '^\|[-| ]+\|$' | awk -F'|' 'NR > 0 {print $3}' |
        grep -F 'rlx' || true)
-names=$(grep -oE 'rlx::[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*' <<<"$rows" |
-        sort -u || true)
-methods=$(grep -oE '(^|[^A-Za-z0-9_:>])[a-z]?\.[A-Za-z_][A-Za-z0-9_]*\(' <<<"$rows" |
-          sed -E 's/.*\.([A-Za-z_][A-Za-z0-9_]*)\(/\1/' | sort -u || true)
+qualified=$(grep -oE 'rlx::[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*' <<<"$rows" |
+            sort -u || true)
+# rlx::Tensor::from_blob is a member: a using-declaration at namespace scope cannot name it.
+names=$(grep -v '^rlx::Tensor::' <<<"$qualified" || true)
+methods=$( (grep -oE '(^|[^A-Za-z0-9_:>])[a-z]?\.[A-Za-z_][A-Za-z0-9_]*\(' <<<"$rows" |
+              sed -E 's/.*\.([A-Za-z_][A-Za-z0-9_]*)\(/\1/'
+            grep '^rlx::Tensor::' <<<"$qualified" | sed 's/^rlx::Tensor:://') | sort -u || true)
 {
   echo "// Generated from docs/numpy.md by tests/numpy_doc_names.sh: every rlx name its tables spell."
   echo "#include <rlx/all.hpp>"
