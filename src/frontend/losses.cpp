@@ -96,7 +96,9 @@ Picked pick(const Tensor& logp, const Tensor& target, const std::optional<Tensor
     fail(ErrorKind::Shape, what, ": target ", ir::short_str(target.shape()),
          " must have the input's sizes without the class axis (input ", ir::short_str(logp.shape()),
          ")", at_loc(loc));
-  if (target.is_materialized()) // a computed target is checked as torch checks it
+  // Targets outside a trace are data: check them as torch does (a traced target cannot be read;
+  // an out-of-range class there selects nothing and adds 0).
+  if (!target.is_traced())
     for (int64_t t : target.to_vector<int64_t>(loc))
       if (t != ignore_index && (t < 0 || t >= classes))
         fail(ErrorKind::Value, what, ": target ", t, " is out of range for ", classes, " classes",
@@ -230,7 +232,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, std::opti
                             Reduction reduction, Loc loc) {
   constexpr std::string_view what = "binary_cross_entropy";
   check_pair(input, target, what, loc);
-  if (input.is_materialized()) // torch checks the range; a traced input cannot be read
+  if (!input.is_traced()) // torch checks the range; a traced input cannot be read
     for (double p : input.to_vector<double>(loc))
       if (!(p >= 0 && p <= 1))
         fail(ErrorKind::Value, what, ": input must hold probabilities in [0, 1], found ", p,
