@@ -436,3 +436,21 @@ TEST_CASE("dense_solve, batched_dense_solve and vmap of dense_solve solve on bot
   check_error([&] { bad.batched_dense_solve(a3, b3, ir::Shape({2, 4}, DType::F64)); },
               ErrorKind::Shape, "solve");
 }
+
+TEST_CASE("empty matrices and empty batches give numpy's empty results, and det of 0x0 is 1") {
+  on_both_backends([] {
+    Tensor e = rlx::zeros({0, 0}, DType::F64);
+    CHECK(la::det(e).to_vector<double>() == std::vector<double>{1});
+    CHECK(la::solve(rlx::zeros({2, 0, 0}), rlx::zeros({2, 0, 1})).sizes() ==
+          std::vector<int64_t>{2, 0, 1});
+    CHECK(la::inv(rlx::zeros({0, 3, 3})).sizes() == std::vector<int64_t>{0, 3, 3});
+    auto [q, r] = la::qr(rlx::zeros({0, 3}));
+    CHECK(q.sizes() == std::vector<int64_t>{0, 0});
+    CHECK(r.sizes() == std::vector<int64_t>{0, 3});
+    CHECK(la::cholesky(e).sizes() == std::vector<int64_t>{0, 0});
+    CHECK(la::eigh(e).eigenvalues.sizes() == std::vector<int64_t>{0});
+    la::Svd s = la::svd(rlx::zeros({2, 0}));
+    CHECK(s.S.sizes() == std::vector<int64_t>{0});
+    CHECK(s.U.to_vector<float>() == std::vector<float>{1, 0, 0, 1}); // the full U is I
+  });
+}
