@@ -234,6 +234,11 @@ std::vector<Case> cases() {
                             return g.add_inferred(Op(OpKind::Cholesky), {plus(g, s, eye4, {3, 3})});
                           }));
   const std::vector<double> tall = {3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0};
+  const std::vector<double> wide = {3, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0};
+  cs.push_back(
+      graph_case("qr, wide", {F({M, 3, 4}, -0.3, 0.3)}, [=](Graph& g, std::span<const NodeId> a) {
+        return g.add_inferred(Op(OpKind::Qr), {plus(g, a[0], wide, {3, 4})});
+      }));
   cs.push_back(
       graph_case("qr, tall", {F({M, 4, 3}, -1, 1)}, [=](Graph& g, std::span<const NodeId> a) {
         return g.add_inferred(Op(OpKind::Qr), {plus(g, a[0], tall, {4, 3})});
@@ -242,7 +247,6 @@ std::vector<Case> cases() {
       "svd, tall, reduced", {F({M, 4, 3}, -0.2, 0.2)}, [=](Graph& g, std::span<const NodeId> a) {
         return g.add_inferred(Op(OpKind::Svd, SvdAttrs{false}), {plus(g, a[0], tall, {4, 3})});
       }));
-  const std::vector<double> wide = {3, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0};
   cs.push_back(graph_case(
       "svd, wide, reduced", {F({M, 3, 4}, -0.2, 0.2)}, [=](Graph& g, std::span<const NodeId> a) {
         return g.add_inferred(Op(OpKind::Svd, SvdAttrs{false}), {plus(g, a[0], wide, {3, 4})});

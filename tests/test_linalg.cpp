@@ -264,7 +264,8 @@ TEST_CASE("gradients of solve, inv, det and slogdet match torch.autograd") {
   });
 }
 
-TEST_CASE("gradients of cholesky, qr, svd and eigh match torch.autograd on sign-invariant losses") {
+TEST_CASE("gradients of cholesky, qr (tall and wide), svd and eigh match torch.autograd on "
+          "sign-invariant losses") {
   on_both_backends([] {
     auto f = case_of("grad");
     Tensor wl = f("chol_w");
@@ -279,6 +280,12 @@ TEST_CASE("gradients of cholesky, qr, svd and eigh match torch.autograd on sign-
       return rlx::sum(q * q * wq) + rlx::sum(r * r * wr);
     };
     expect_close(rlx::grad(qr)(f("qr_a")), f("want_qr_da"), "d qr", 1e-9);
+    Tensor wq2 = f("qr_wide_wq"), wr2 = f("qr_wide_wr");
+    auto qr_wide = [&](Tensor x) {
+      auto [q, r] = la::qr(x);
+      return rlx::sum(q * q * wq2) + rlx::sum(r * r * wr2);
+    };
+    expect_close(rlx::grad(qr_wide)(f("qr_wide_a")), f("want_qr_wide_da"), "d qr, wide", 1e-9);
     Tensor ws = f("svd_ws");
     for (const char* shape : {"tall", "wide"}) {
       std::string p = std::string("svd_") + shape;

@@ -3,7 +3,7 @@
 // operands (other dtypes are an ErrorKind::Type error), computing in the operand's dtype. LAPACK
 // does the factorizations (solve, slogdet, cholesky, qr, svd, eigh are primitives of the IR's
 // Linalg family); inv, det, lstsq, pinv, norm, matrix_rank and matrix_power are compositions of
-// them. Gradients: solve, inv, det, slogdet, cholesky, qr (M >= N), eigh (distinct eigenvalues),
+// them. Gradients: solve, inv, det, slogdet, cholesky, qr (full rank), eigh (distinct eigenvalues),
 // svd (reduced, distinct singular values) and the compositions through them. Deliberate differences
 // from numpy are listed in docs/semantics.md, the names in docs/numpy.md.
 #pragma once

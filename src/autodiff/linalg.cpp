@@ -2,10 +2,10 @@
 // family), written with the graph's own ops (matmul, solve, transposes, masks) so their
 // derivatives are graphs too. The formulas are the standard ones (numpy has none; these follow
 // PyTorch's and JAX's): solve by the implicit function theorem, log|det| through A^-T, cholesky,
-// qr (M >= N), eigh (distinct eigenvalues) and svd (reduced or square, distinct non-zero
-// singular values) through their factors. Packed results (qr, svd, eigh) are split into their
-// factors here, the cotangent likewise. eigh and cholesky read a's lower triangle: their VJPs give
-// the symmetric gradient (PyTorch's and JAX's convention), their JVPs take the tangent's lower
+// qr (tall, square or wide), eigh (distinct eigenvalues) and svd (reduced or square, distinct
+// non-zero singular values) through their factors. Packed results (qr, svd, eigh) are split into
+// their factors here, the cotangent likewise. eigh and cholesky read a's lower triangle: their VJPs
+// give the symmetric gradient (PyTorch's and JAX's convention), their JVPs take the tangent's lower
 // triangle as the symmetric matrix it stands for, so both agree with the kernel on symmetric
 // perturbations.
 #include "linalg.hpp"
@@ -106,12 +106,6 @@ void need_reduced_svd(const Node& n, const Sizes& s) {
          "full_matrices = false");
 }
 
-void need_tall_qr(const Sizes& s) {
-  if (s.m < s.n)
-    fail(ErrorKind::Unsupported, "autodiff: the derivative of qr of a wide ", s.m, "x", s.n,
-         " matrix (M < N) is not implemented");
-}
-
 } // namespace
 
 // ---- solve: x = A^-1 b. dB = A^-T dX, dA = -dB X^T; forward dX = A^-1 (dB - dA X).
@@ -179,36 +173,63 @@ Grad jvp_cholesky(Builder& b, const Node& n, std::span<const Grad> t) {
   return l.mm(lm, b.mul(inner, l.mask(sz, 0.5, 1, 0)));
 }
 
-// ---- qr (M >= N): with M = R dR^T - dQ^T Q, the cotangent is (dQ + Q copyltu(M)) R^-T, where
-// copyltu mirrors the lower triangle upwards. Forward (JAX's rule): C = Q^T dA R^-1,
-// W = tril(C, -1) - tril(C, -1)^T, dQ = Q (W - C) + dA R^-1, dR = (C - W) R.
+// ---- qr. Square or tall (M >= N): with M = R dR^T - dQ^T Q, the cotangent is
+// (dQ + Q copyltu(M)) R^-T, where copyltu mirrors the lower triangle upwards. Forward (JAX's
+// rule): C = Q^T dA R^-1, W = tril(C, -1) - tril(C, -1)^T, dQ = Q (W - C) + dA R^-1,
+// dR = (C - W) R. Wide (M < N, PyTorch's split): A = [X | Y] with X square, R = [U | V],
+// Q U = X and V = Q^T Y; X goes through the square rule with dQ + Y dV^T, and dY = Q dV.
+
+namespace {
+
+/// The square/tall rule's cotangent of A given Q, R and their cotangents (R square).
+NodeId qr_vjp_tall(La& l, NodeId q, NodeId r, NodeId dq, NodeId dr, int64_t k) {
+  Builder& b = l.b;
+  NodeId mm = b.sub(l.mm(r, l.mT(dr)), l.mm(l.mT(dq), q));
+  NodeId copyltu = b.add(b.mul(mm, l.mask(k, 1, 1, 0)), l.mT(b.mul(mm, l.mask(k, 0, 1, 0))));
+  return l.right_solve(b.add(dq, l.mm(q, copyltu)), l.mT(r));
+}
+
+/// The square/tall rule's (dQ, dR) given Q, R and the tangent of A (R square).
+std::pair<NodeId, NodeId> qr_jvp_tall(La& l, NodeId q, NodeId r, NodeId da, int64_t k) {
+  Builder& b = l.b;
+  NodeId da_rinv = l.right_solve(da, r);
+  NodeId c = l.mm(l.mT(q), da_rinv);
+  NodeId low = b.mul(c, l.mask(k, 0, 1, 0));
+  NodeId w = b.sub(low, l.mT(low));
+  return {b.add(l.mm(q, b.sub(w, c)), da_rinv), l.mm(b.sub(c, w), r)};
+}
+
+} // namespace
 
 Grads vjp_qr(Builder& b, const Node& n, NodeId dy, Want) {
   NodeId a = n.inputs[0];
   Sizes s = sizes_of(b, a);
-  need_tall_qr(s);
   La l(b, a);
   NodeId q = l.mat(n.id, 0, s.m, s.k), r = l.mat(n.id, s.m * s.k, s.k, s.n);
   NodeId dq = l.mat(dy, 0, s.m, s.k), dr = l.mat(dy, s.m * s.k, s.k, s.n);
-  NodeId mm = b.sub(l.mm(r, l.mT(dr)), l.mm(l.mT(dq), q));
-  NodeId copyltu = b.add(b.mul(mm, l.mask(s.k, 1, 1, 0)), l.mT(b.mul(mm, l.mask(s.k, 0, 1, 0))));
-  NodeId x = b.add(dq, l.mm(q, copyltu));
-  return {l.right_solve(x, l.mT(r))};
+  if (s.m >= s.n) return {qr_vjp_tall(l, q, r, dq, dr, s.k)};
+  const int64_t last = b.rank(a) - 1, rest = s.n - s.m;
+  NodeId u = b.narrow(r, last, 0, s.m), du = b.narrow(dr, last, 0, s.m);
+  NodeId dv = b.narrow(dr, last, s.m, rest), y = b.narrow(a, last, s.m, rest);
+  NodeId dx = qr_vjp_tall(l, q, u, b.add(dq, l.mm(y, l.mT(dv))), du, s.k);
+  return {b.concat({dx, l.mm(q, dv)}, last)};
 }
 
 Grad jvp_qr(Builder& b, const Node& n, std::span<const Grad> t) {
   NodeId a = n.inputs[0];
   Sizes s = sizes_of(b, a);
-  need_tall_qr(s);
   La l(b, a);
   NodeId q = l.mat(n.id, 0, s.m, s.k), r = l.mat(n.id, s.m * s.k, s.k, s.n);
-  NodeId da_rinv = l.right_solve(*t[0], r);
-  NodeId c = l.mm(l.mT(q), da_rinv);
-  NodeId low = b.mul(c, l.mask(s.k, 0, 1, 0));
-  NodeId w = b.sub(low, l.mT(low));
-  NodeId dq = b.add(l.mm(q, b.sub(w, c)), da_rinv);
-  NodeId dr = l.mm(b.sub(c, w), r);
-  return l.pack({l.flat(dq), l.flat(dr)});
+  if (s.m >= s.n) {
+    auto [dq, dr] = qr_jvp_tall(l, q, r, *t[0], s.k);
+    return l.pack({l.flat(dq), l.flat(dr)});
+  }
+  const int64_t last = b.rank(a) - 1, rest = s.n - s.m;
+  NodeId u = b.narrow(r, last, 0, s.m), y = b.narrow(a, last, s.m, rest);
+  NodeId dx = b.narrow(*t[0], last, 0, s.m), dyy = b.narrow(*t[0], last, s.m, rest);
+  auto [dq, du] = qr_jvp_tall(l, q, u, dx, s.k);
+  NodeId dv = b.add(l.mm(l.mT(dq), y), l.mm(l.mT(q), dyy)); // V = Q^T Y
+  return l.pack({l.flat(dq), l.flat(b.concat({du, dv}, last))});
 }
 
 // ---- eigh: A = V diag(w) V^T. With F_ij = 1/(w_j - w_i) off the diagonal: dw = diag(V^T dA V),
