@@ -9,7 +9,8 @@
 #  3. LLVM headers only under jit/llvm/ (and rlx-repl's tools/repl/engine.cpp), clang's only in
 #     tools/repl/engine.cpp, asmjit only under jit/asmjit/, FFTW only in jit/fft*.cpp (the
 #     probe and the JIT's FFT steps, fftw_kernels.cpp), ONNX and protobuf headers only in
-#     src/onnx/proto.cpp (the importer reads protobuf-free structs).
+#     src/onnx/proto.cpp (the importer reads protobuf-free structs), LAPACKE only in
+#     src/interp/linalg.cpp (the factorization kernels).
 set -u
 root=${1:?usage: check_layout.sh SOURCE_ROOT}
 cd "$root" || exit 2
@@ -43,6 +44,8 @@ bad=$(grep -rln '#include *<asmjit/' src include tools tests jit 2>/dev/null | g
 if [ -n "$bad" ]; then echo "asmjit headers outside jit/asmjit/:"; echo "$bad"; status=1; fi
 bad=$(grep -rln '#include *<fftw3.h>' src include tools tests jit examples 2>/dev/null | grep -vE '^jit/fft[^/]*\.cpp$')
 if [ -n "$bad" ]; then echo "FFTW outside jit/fft*.cpp:"; echo "$bad"; status=1; fi
+bad=$(grep -rlnE '#include *<lapacke[a-z_]*\.h>' src include tools tests jit examples 2>/dev/null | grep -v '^src/interp/linalg.cpp$')
+if [ -n "$bad" ]; then echo "LAPACKE outside src/interp/linalg.cpp:"; echo "$bad"; status=1; fi
 bad=$(grep -rlnE '#include *<(onnx|google/protobuf)/' src include tools tests jit 2>/dev/null | grep -v '^src/onnx/proto.cpp$')
 if [ -n "$bad" ]; then echo "ONNX or protobuf headers outside src/onnx/proto.cpp:"; echo "$bad"; status=1; fi
 [ $status -eq 0 ] && echo "layout rules hold"

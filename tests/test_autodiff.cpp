@@ -201,6 +201,62 @@ std::vector<Case> cases() {
     NodeId b = vec({0.5, 0.25, -0.125}), den = vec({1.0, -0.5, 0.2});
     return g.add_inferred(Op(OpKind::Lfilter), {a[0], b, den});
   }));
+  // Linear algebra on well-conditioned matrices made in the graph (x plus a constant), so the
+  // differences stay away from singular matrices and repeated eigen- or singular values; eigh and
+  // cholesky get symmetric matrices, as their derivatives assume.
+  auto mat = [](Graph& g, DType t, std::vector<double> v, std::vector<int64_t> dims) {
+    std::vector<NodeId> parts;
+    for (double e : v) parts.push_back(g.reshape_(g.constant(e, t), {1}));
+    return g.reshape_(g.concat_(parts, 0), dims);
+  };
+  auto plus = [mat](Graph& g, NodeId x, std::vector<double> v, std::vector<int64_t> dims) {
+    return g.add_inferred(Op(OpKind::Add), {x, mat(g, g.shape(x).dtype(), v, dims)});
+  };
+  const std::vector<double> eye4 = {4, 0, 0, 0, 4, 0, 0, 0, 4};
+  cs.push_back(graph_case("solve, matrix right-hand sides", {F({M, 3, 3}, -1, 1), F({M, 3, 2})},
+                          [=](Graph& g, std::span<const NodeId> a) {
+                            return g.add_inferred(Op(OpKind::Solve),
+                                                  {plus(g, a[0], eye4, {3, 3}), a[1]});
+                          }));
+  cs.push_back(graph_case("solve, vector right-hand sides", {F({M, 3, 3}, -1, 1), F({M, 3})},
+                          [=](Graph& g, std::span<const NodeId> a) {
+                            return g.add_inferred(Op(OpKind::Solve),
+                                                  {plus(g, a[0], eye4, {3, 3}), a[1]});
+                          }));
+  cs.push_back(
+      graph_case("slogdet", {F({M, 3, 3}, -1, 1)}, [=](Graph& g, std::span<const NodeId> a) {
+        return g.add_inferred(Op(OpKind::Slogdet), {plus(g, a[0], eye4, {3, 3})});
+      }));
+  cs.push_back(graph_case("cholesky of x x^T + 4 I", {F({M, 3, 3}, -1, 1)},
+                          [=](Graph& g, std::span<const NodeId> a) {
+                            NodeId xt = g.transpose_(a[0], {0, 2, 1});
+                            NodeId s = g.add_inferred(Op(OpKind::MatMul), {a[0], xt});
+                            return g.add_inferred(Op(OpKind::Cholesky), {plus(g, s, eye4, {3, 3})});
+                          }));
+  const std::vector<double> tall = {3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0};
+  const std::vector<double> wide = {3, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0};
+  cs.push_back(
+      graph_case("qr, wide", {F({M, 3, 4}, -0.3, 0.3)}, [=](Graph& g, std::span<const NodeId> a) {
+        return g.add_inferred(Op(OpKind::Qr), {plus(g, a[0], wide, {3, 4})});
+      }));
+  cs.push_back(
+      graph_case("qr, tall", {F({M, 4, 3}, -1, 1)}, [=](Graph& g, std::span<const NodeId> a) {
+        return g.add_inferred(Op(OpKind::Qr), {plus(g, a[0], tall, {4, 3})});
+      }));
+  cs.push_back(graph_case(
+      "svd, tall, reduced", {F({M, 4, 3}, -0.2, 0.2)}, [=](Graph& g, std::span<const NodeId> a) {
+        return g.add_inferred(Op(OpKind::Svd, SvdAttrs{false}), {plus(g, a[0], tall, {4, 3})});
+      }));
+  cs.push_back(graph_case(
+      "svd, wide, reduced", {F({M, 3, 4}, -0.2, 0.2)}, [=](Graph& g, std::span<const NodeId> a) {
+        return g.add_inferred(Op(OpKind::Svd, SvdAttrs{false}), {plus(g, a[0], wide, {3, 4})});
+      }));
+  cs.push_back(graph_case(
+      "eigh of x + x^T + diag(1, 2, 3)", {F({M, 3, 3}, -0.1, 0.1)},
+      [=](Graph& g, std::span<const NodeId> a) {
+        NodeId s = g.add_inferred(Op(OpKind::Add), {a[0], g.transpose_(a[0], {0, 2, 1})});
+        return g.add_inferred(Op(OpKind::Eigh), {plus(g, s, {1, 0, 0, 0, 2, 0, 0, 0, 3}, {3, 3})});
+      }));
   // Recurrent cells (through their decomposition into scans), weights in the packed layout.
   auto rec = [](int64_t hidden, int64_t layers, bool bidir, bool batch_first, bool relu,
                 bool carry) {

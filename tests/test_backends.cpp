@@ -1156,6 +1156,29 @@ std::vector<Case> control_cases() {
   return cases;
 }
 
+/// The Linalg kinds run the same LAPACK kernels on both backends (the JIT's interpreter steps):
+/// batched f32 and f64, matrix and vector right-hand sides, full and reduced SVDs.
+std::vector<Case> linalg_cases() {
+  std::vector<Case> cases;
+  for (DType t : {F32, F64})
+    add_case(cases, "solve, slogdet, cholesky, qr, svd and eigh " + dt(t), [&](Builder& b) {
+      NodeId a = b.in({2, 3, 3}, t, {Fill::Uniform, -1, 1});
+      b.out(b.op(Op(OpKind::Solve), {a, b.in({2, 3, 2}, t, {Fill::Uniform, -1, 1})}));
+      b.out(b.op(Op(OpKind::Solve), {a, b.in({2, 3}, t, {Fill::Uniform, -1, 1})}));
+      b.out(b.op(Op(OpKind::Slogdet), {a}));
+      NodeId at = b.op(Op(OpKind::Transpose, ir::TransposeAttrs{{0, 2, 1}}), {a});
+      NodeId spd = b.op(Op(OpKind::Add), {b.op(Op(OpKind::MatMul), {a, at}),
+                                          b.values({3, 3}, t, {3, 0, 0, 0, 3, 0, 0, 0, 3})});
+      b.out(b.op(Op(OpKind::Cholesky), {spd}));
+      b.out(b.op(Op(OpKind::Eigh), {spd}));
+      NodeId m = b.in({2, 4, 3}, t, {Fill::Uniform, -1, 1});
+      b.out(b.op(Op(OpKind::Qr), {m}));
+      b.out(b.op(Op(OpKind::Svd, ir::SvdAttrs{false}), {m}));
+      b.out(b.op(Op(OpKind::Svd, ir::SvdAttrs{true}), {b.in({3, 5}, t, {Fill::Uniform, -1, 1})}));
+    });
+  return cases;
+}
+
 std::vector<Case> all_table_cases() {
   std::vector<Case> all;
   for (auto f : {unary_cases,       unary_edge_cases,  int_unary_cases,     binary_cases,
@@ -1163,7 +1186,7 @@ std::vector<Case> all_table_cases() {
                  reduce_cases,      arg_reduce_cases,  scan_cases,          movement_cases,
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
-                 ssm_cases,         control_cases,     recurrent_cases})
+                 ssm_cases,         control_cases,     recurrent_cases,     linalg_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }

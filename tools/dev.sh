@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build pkg-config cmake ccache python3 llvm-19-dev clang-19 lld-19 g++
-          libasmjit-dev libboost-dev libfftw3-dev doctest-dev libzstd-dev zlib1g-dev
+          libasmjit-dev libboost-dev libfftw3-dev liblapacke-dev doctest-dev libzstd-dev zlib1g-dev
           clang-format-19
           libclang-cpp19-dev libclang-19-dev libedit-dev tmux   # rlx-repl and its tests
           xeus-dev cppzmq-dev libpng-dev python3-nbclient python3-jupyter-client  # rlx-kernel

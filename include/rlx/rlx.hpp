@@ -15,6 +15,7 @@
 #include "rlx/io/file.hpp"
 #include "rlx/io/npy.hpp"
 #include "rlx/jit.hpp"
+#include "rlx/linalg.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
 #include "rlx/random.hpp"

@@ -2,6 +2,7 @@
 // kinds apply themselves to the tangents (the engine does that); the others have a rule that
 // appends the tangent of the node's value from its operands' tangents.
 #include "gv.hpp"
+#include "linalg.hpp"
 #include "rules.hpp"
 
 #include <array>
@@ -139,6 +140,12 @@ constexpr JvpEntry kHand[] = {
     {OpKind::ConvTranspose1d, kRule, jvp_bilinear},
     {OpKind::MaxPool2d, kRule, jvp_max_pool},
     {OpKind::Lfilter, kRule, jvp_lfilter},
+    {OpKind::Solve, kRule, linalg::jvp_solve},
+    {OpKind::Slogdet, kRule, linalg::jvp_slogdet},
+    {OpKind::Cholesky, kRule, linalg::jvp_cholesky},
+    {OpKind::Qr, kRule, linalg::jvp_qr},
+    {OpKind::Svd, kRule, linalg::jvp_svd},
+    {OpKind::Eigh, kRule, linalg::jvp_eigh},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Scan, kRule, jvp_scan},
 };

@@ -2,6 +2,7 @@
 // receives the node (operands already in the gradient graph), the cotangent dy of its value and
 // which operands need a cotangent, and appends those cotangents with the graph builders.
 #include "gv.hpp"
+#include "linalg.hpp"
 #include "rules.hpp"
 
 #include <algorithm>
@@ -493,6 +494,12 @@ constexpr VjpEntry kHand[] = {
     {OpKind::AvgPool2d, kRule, vjp_avg_pool},
     {OpKind::Fft, kRule, vjp_fft},
     {OpKind::Lfilter, kRule, vjp_lfilter},
+    {OpKind::Solve, kRule, linalg::vjp_solve},
+    {OpKind::Slogdet, kRule, linalg::vjp_slogdet},
+    {OpKind::Cholesky, kRule, linalg::vjp_cholesky},
+    {OpKind::Qr, kRule, linalg::vjp_qr},
+    {OpKind::Svd, kRule, linalg::vjp_svd},
+    {OpKind::Eigh, kRule, linalg::vjp_eigh},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Scan, kRule, vjp_scan},
 };

@@ -24,6 +24,7 @@ enum class Batch : uint8_t {
   Expand,
   Pad,
   MatMul,
+  Leading, ///< every operand batched over its leading axes (the Linalg family)
 };
 
 struct BatchEntry {
@@ -58,7 +59,7 @@ const std::array<Batch, ir::kNumOps> kBatchIndex = [] {
   for (std::size_t i = 0; i < ir::kNumOps; ++i) {
     Family f = ir::op_family(OpKind(i));
     bool ew = f == Family::EwUnary || f == Family::EwBinary || f == Family::EwTernary;
-    idx[i] = ew ? Batch::Elementwise : Batch::Loop;
+    idx[i] = ew ? Batch::Elementwise : f == Family::Linalg ? Batch::Leading : Batch::Loop;
   }
   for (const BatchEntry& e : kBatch) idx[std::size_t(e.kind)] = e.how;
   return idx;
@@ -196,6 +197,11 @@ private:
       int64_t r = std::max(orig_rank(n, 0), orig_rank(n, 1));
       for (std::size_t i = 0; i < 2; ++i)
         if (batched(n, i)) ins[i] = align(ins[i], r);
+      return b_.op(n.op, ins);
+    }
+    if (how == Batch::Leading) { // the batch becomes one more leading axis of every operand
+      for (std::size_t i = 0; i < ins.size(); ++i)
+        if (!batched(n, i)) ins[i] = broadcast(ins[i]);
       return b_.op(n.op, ins);
     }
     return loop(n, ins);

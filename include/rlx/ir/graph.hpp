@@ -348,6 +348,16 @@ public:
   NodeId rope_n_styled(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, int64_t n_rot,
                        RopeStyle style, Loc loc = Loc::current());
 
+  // ---- Linear algebra (src/builders/linalg.cpp; the kinds are ops.def's Linalg family, any
+  // other through add_inferred).
+  /// Dense linear solve x = A^-1 b (LU with partial pivoting): A [N, N], b [N] (one right-hand
+  /// side) or [N, K] (K of them); out_shape must be b's shape. A singular A is an rlx::Error when
+  /// the graph runs.
+  NodeId dense_solve(NodeId a, NodeId b, Shape out_shape, Loc loc = Loc::current());
+  /// dense_solve per batch element: A [B, N, N], b [B, N] or [B, N, K]; what vmap makes of
+  /// dense_solve.
+  NodeId batched_dense_solve(NodeId a, NodeId b, Shape out_shape, Loc loc = Loc::current());
+
   // ---- Spectral and signal processing (src/builders/spectral.cpp). Primitives: fft (last
   // axis; f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved), lfilter,
   // conjugate, complex_norm_sq; the rest are composites of them and core ops. Real signals are

@@ -37,6 +37,7 @@ enum class Family : uint8_t {
   Conv,
   Pool,
   Spectral,
+  Linalg,
   Recurrent,
   Ssm,
   Control,
