@@ -451,6 +451,14 @@ TEST_CASE("errors name the function, the shapes and the caller's line") {
   msg = check_error([&] { (void)rlx::ones({3, 3}).index({bad_idx, idx2}); }, ErrorKind::Shape,
                     "index: index tensors of shapes [3] and i32[2] do not broadcast");
   expect_line(msg, line);
+  // Out of range along its own axis, though the flat offset 0 * 6 + 7 would fit in 5 * 6.
+  Tensor x = rlx::ones({4, 5, 6});
+  const int index_line = __LINE__ + 1;
+  Tensor seven = x.index({rlx::Slice{}, rlx::tensor({int64_t(0)}), rlx::tensor({int64_t(7)})});
+  msg = check_error([&] { (void)seven.to_vector<float>(); }, ErrorKind::Value,
+                    "gather: index 30 is out of range for axis 0 of size 30");
+  // the line of the index call, not of the read
+  CHECK(msg.find("test_numpy_shape.cpp:" + std::to_string(index_line)) != std::string::npos);
   Tensor mask3 = rlx::Tensor::from_vector(std::vector<bool>{true, false, true}, {3});
   line = __LINE__, msg = check_error([&] { (void)m.index({mask3}); }, ErrorKind::Shape,
                                      "index: bool mask bool[3] does not match the axes from 0 of "

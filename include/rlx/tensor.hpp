@@ -552,8 +552,8 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis = 0, Loc loc = 
 Tensor swapaxes(const Tensor& x, int64_t axis0, int64_t axis1, Loc loc = Loc::current());
 /// numpy.moveaxis: source axes go to destination positions, the others keep their order.
 Tensor moveaxis(const Tensor& x, Dims source, Dims destination, Loc loc = Loc::current());
-template <std::integral I>
-Tensor moveaxis(const Tensor& x, I source, I destination, Loc loc = Loc::current()) {
+template <std::integral I, std::integral J>
+Tensor moveaxis(const Tensor& x, I source, J destination, Loc loc = Loc::current()) {
   return moveaxis(x, Dims{int64_t(source)}, Dims{int64_t(destination)}, loc);
 }
 /// numpy.roll: elements shifted along each axis, wrapping around; without axes the flattened

@@ -982,16 +982,21 @@ Tensor index_advanced(const Tensor& self, const std::vector<TensorIndex>& indice
       rest.push_back(xs[std::size_t(j)]);
       merged.push_back(xs[std::size_t(j)]);
     }
-  Tensor offset;
+  Tensor offset, in_range;
   int64_t stride = 1;
   for (std::size_t k = adv.size(); k-- > 0;) {
     const int64_t n = xs[std::size_t(adv[k].first)];
     Tensor i = adv[k].second.astype(DType::I64, loc);
+    Tensor ok = logical_and(ge(i, -n, loc), lt(i, n, loc), loc);
+    in_range = in_range.defined() ? logical_and(ok, in_range, loc) : ok;
     i = where(lt(i, 0, loc), add(i, n, loc), i, loc); // negative counts from the end
     Tensor term = stride == 1 ? i : mul(i, stride, loc);
     offset = offset.defined() ? add(term, offset, loc) : term;
     stride *= n;
   }
+  // An index out of its own axis could still land inside the merged axes; the offset one past
+  // their end makes take's range check fail instead of reading another element.
+  if (adv.size() > 1) offset = where(in_range, offset, stride, loc);
   offset = offset.expand(bshape, loc);
   Tensor rows = permute(x, perm, loc).reshape(merged, loc);
   const int64_t count = product(bshape);
