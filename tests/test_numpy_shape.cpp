@@ -188,6 +188,10 @@ TEST_CASE("chunk, array_split, split and unbind give torch's and numpy's pieces"
     Tensor x = fx("x");
     expect_pieces(rlx::chunk(x, 3), fx, "chunk3", 3);
     expect_pieces(rlx::chunk(x, 4, 1), fx, "chunk4_dim1", 4);
+    expect_pieces(rlx::chunk(rlx::narrow(x, 0, 0, 6), 4), fx, "chunk4_of6", 3);
+    auto empty = rlx::chunk(rlx::narrow(x, 0, 0, 0), 3);
+    CHECK(int64_t(empty.size()) == fx("want_chunk3_of_empty_count").item<int64_t>());
+    for (const Tensor& p : empty) CHECK(p.sizes() == Dims{0, 4});
     expect_pieces(rlx::array_split(x, 3), fx, "array_split3", 3);
     expect_pieces(rlx::split(rlx::narrow(x, 0, 0, 6), 3), fx, "split3", 3);
     expect_pieces(rlx::unbind(x, 1), fx, "unbind1", 4);
@@ -316,6 +320,7 @@ TEST_CASE("cumulative ops match numpy and torch, reversed and exclusive too") {
               "logcumsumexp exclusive");
     expect_eq(rlx::cumsum(x, 1, true, true), fx("want_cumsum_rev_excl_1"),
               "cumsum reverse exclusive");
+    expect_eq(rlx::cumprod(xi, 1), fx("want_cumprod_int"), "cumprod int32 (in i64)");
     auto [iv, ii] = rlx::cummax_with_indices(xi, 1);
     expect_eq(iv, fx("want_cummax_int"), "cummax int32 values");
     expect_eq(ii, fx("want_cummax_int_idx"), "cummax int32 indices (last among ties)");

@@ -263,7 +263,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis, Loc loc
   std::vector<Tensor> out;
   for (int64_t s = 0; s < len; s += step)
     out.push_back(narrow(x, a, s, std::min(step, len - s), loc));
-  if (out.empty()) out.push_back(x); // torch gives one empty piece for an empty axis
+  if (len == 0) out.assign(std::size_t(chunks), x); // torch gives `chunks` empty pieces
   return out;
 }
 
@@ -569,7 +569,11 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse, Loc l
   return flip(cumsum(flip(x, {a}, loc), a, exclusive, loc), {a}, loc);
 }
 Tensor cumprod(const Tensor& x, int64_t axis, bool exclusive, bool reverse, Loc loc) {
-  return cumulative(x, axis, exclusive, reverse, combine_mul, 1.0, "cumprod", loc);
+  check_defined(x, "cumprod", loc);
+  // integers and bools accumulate in i64, as prod and cumsum (and numpy, torch)
+  const DType t = x.dtype();
+  Tensor v = ir::is_int(t) || ir::is_bool(t) ? x.astype(DType::I64, loc) : x;
+  return cumulative(v, axis, exclusive, reverse, combine_mul, 1.0, "cumprod", loc);
 }
 Tensor cummax(const Tensor& x, int64_t axis, bool exclusive, bool reverse, Loc loc) {
   check_defined(x, "cummax", loc);
