@@ -245,6 +245,9 @@ TEST_CASE("einsum matches numpy on its documented forms and more") {
       {"three_bilinear", "bn,anm,bm->ba"},
       {"three_inner", "i,i,i"},
       {"repeated_with_other", "iij,jk->ik"},
+      {"hadamard", "ij,ij->ij"},
+      {"frobenius", "ij,ij->"},
+      {"batch_outer_later", "bi,bj->bji"},
   };
   auto fx = case_of("einsum");
   on_both_backends([&] {
