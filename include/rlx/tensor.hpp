@@ -28,7 +28,9 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rlx {
@@ -130,15 +132,21 @@ public:
   TensorIndex(int i) : kind_(Kind::Int), i_(i) {}
   TensorIndex(Slice s) : kind_(Kind::Slice), s_(s) {}
   TensorIndex(NewAxis) : kind_(Kind::NewAxis) {}
-  enum class Kind : uint8_t { Int, Slice, NewAxis };
+  /// numpy advanced indexing: an integer tensor (its values index one axis; several broadcast
+  /// together) or a bool mask (it indexes as many axes as it has; materialized on the host).
+  TensorIndex(const Tensor& t); // NOLINT: implicit, so x.index({rlx::Slice{}, idx}) reads as numpy
+  enum class Kind : uint8_t { Int, Slice, NewAxis, Tensor };
   Kind kind() const { return kind_; }
   int64_t integer() const { return i_; }
   const Slice& slice() const { return s_; }
+  /// The index tensor of a Kind::Tensor index.
+  Tensor tensor() const;
 
 private:
   Kind kind_;
   int64_t i_ = 0;
   Slice s_;
+  std::shared_ptr<detail::TensorImpl> t_;
 };
 
 /// A handle to an n-dimensional array, lazily computed.
@@ -287,6 +295,11 @@ public:
   Tensor matmul(const Tensor& rhs, Loc loc = Loc::current()) const;
   Tensor clamp(std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current()) const;
   Tensor pow(double exponent, Loc loc = Loc::current()) const;
+
+  // ---- numpy shape and movement (src/frontend/numpy_shape.cpp)
+  /// Reverse the axes (numpy's .T) / swap the last two axes (numpy's and torch's .mT).
+  Tensor T(Loc loc = Loc::current()) const;
+  Tensor mT(Loc loc = Loc::current()) const;
 
   /// Internal: the shared node (frontend implementation files only).
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
@@ -533,6 +546,136 @@ Tensor stack(std::initializer_list<Tensor> xs, int64_t axis = 0, Loc loc = Loc::
 std::vector<Tensor> split(const Tensor& x, Dims sizes, int64_t axis = 0, Loc loc = Loc::current());
 /// Select `indices` (integer tensor, negative from the end) along axis (numpy.take).
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis = 0, Loc loc = Loc::current());
+
+// ---- numpy shape and movement (src/frontend/numpy_shape.cpp)
+/// numpy.swapaxes / torch.swapaxes.
+Tensor swapaxes(const Tensor& x, int64_t axis0, int64_t axis1, Loc loc = Loc::current());
+/// numpy.moveaxis: source axes go to destination positions, the others keep their order.
+Tensor moveaxis(const Tensor& x, Dims source, Dims destination, Loc loc = Loc::current());
+template <std::integral I, std::integral J>
+Tensor moveaxis(const Tensor& x, I source, J destination, Loc loc = Loc::current()) {
+  return moveaxis(x, Dims{int64_t(source)}, Dims{int64_t(destination)}, loc);
+}
+/// numpy.roll: elements shifted along each axis, wrapping around; without axes the flattened
+/// tensor is rolled and the shape restored.
+Tensor roll(const Tensor& x, Dims shifts, Dims axes = {}, Loc loc = Loc::current());
+template <std::integral I>
+Tensor roll(const Tensor& x, I shift, std::optional<int64_t> axis = std::nullopt,
+            Loc loc = Loc::current()) {
+  return roll(x, Dims{int64_t(shift)}, axis ? Dims{*axis} : Dims{}, loc);
+}
+/// numpy.tile: reps shorter than x's rank are padded with leading 1s, and x with leading axes
+/// when reps is longer.
+Tensor tile(const Tensor& x, Dims reps, Loc loc = Loc::current());
+/// numpy.repeat / torch.repeat_interleave: each element `repeats` times (a count, or one count
+/// per element along axis); without an axis the flattened tensor is repeated.
+Tensor repeat(const Tensor& x, Dims repeats, std::optional<int64_t> axis = std::nullopt,
+              Loc loc = Loc::current());
+template <std::integral I>
+Tensor repeat(const Tensor& x, I repeats, std::optional<int64_t> axis = std::nullopt,
+              Loc loc = Loc::current()) {
+  return repeat(x, Dims{int64_t(repeats)}, axis, loc);
+}
+Tensor repeat_interleave(const Tensor& x, Dims repeats, std::optional<int64_t> axis = std::nullopt,
+                         Loc loc = Loc::current());
+template <std::integral I>
+Tensor repeat_interleave(const Tensor& x, I repeats, std::optional<int64_t> axis = std::nullopt,
+                         Loc loc = Loc::current()) {
+  return repeat(x, Dims{int64_t(repeats)}, axis, loc);
+}
+/// The lower / upper triangle of the last two axes (below / above diagonal k kept), batched
+/// over the leading axes (numpy.tril / triu).
+Tensor tril(const Tensor& x, int64_t k = 0, Loc loc = Loc::current());
+Tensor triu(const Tensor& x, int64_t k = 0, Loc loc = Loc::current());
+/// numpy.diag: a 1-D tensor becomes a square matrix with it on diagonal k; a 2-D tensor gives
+/// its diagonal k.
+Tensor diag(const Tensor& x, int64_t k = 0, Loc loc = Loc::current());
+/// numpy.diagonal: the diagonal `offset` of the axis pair, as the last axis of the result.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1,
+                Loc loc = Loc::current());
+/// numpy.trace: the sum of diagonal(x, offset, axis1, axis2).
+Tensor trace(const Tensor& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1,
+             Loc loc = Loc::current());
+/// numpy.meshgrid's `indexing`: Xy swaps the first two output axes (the default), Ij does not.
+enum class Indexing : uint8_t { Xy, Ij };
+/// numpy.meshgrid of 1-D tensors (others are flattened, as numpy): one tensor per input.
+std::vector<Tensor> meshgrid(std::span<const Tensor> xs, Indexing indexing = Indexing::Xy,
+                             Loc loc = Loc::current());
+std::vector<Tensor> meshgrid(std::initializer_list<Tensor> xs, Indexing indexing = Indexing::Xy,
+                             Loc loc = Loc::current());
+/// torch.chunk: pieces of ceil(len / chunks) along axis, the last one shorter (there may be
+/// fewer than `chunks` pieces).
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0,
+                          Loc loc = Loc::current());
+/// torch.unbind: the slices along axis, each without it.
+std::vector<Tensor> unbind(const Tensor& x, int64_t axis = 0, Loc loc = Loc::current());
+/// numpy.array_split: `sections` pieces, the first len % sections one element longer.
+std::vector<Tensor> array_split(const Tensor& x, int64_t sections, int64_t axis = 0,
+                                Loc loc = Loc::current());
+namespace detail {
+std::vector<Tensor> split_sections(const Tensor& x, int64_t sections, int64_t axis, Loc loc);
+}
+/// numpy.split with a section count: `sections` equal pieces (an error when they are not).
+template <std::integral I>
+std::vector<Tensor> split(const Tensor& x, I sections, int64_t axis = 0, Loc loc = Loc::current()) {
+  return detail::split_sections(x, int64_t(sections), axis, loc);
+}
+/// torch.nn.functional.one_hot: a new last axis of num_classes; i64 like torch unless `dtype`
+/// is given. An index outside [0, num_classes) gives a row of zeros (not an error: the indices
+/// are not read on the host).
+Tensor one_hot(const Tensor& indices, int64_t num_classes,
+               std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
+/// numpy.outer: the flattened a times the flattened b, [a.numel(), b.numel()].
+Tensor outer(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// numpy.tensordot: the last `axes` axes of a against the first `axes` of b, or the listed
+/// pairs; the free axes of a, then of b.
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t axes = 2, Loc loc = Loc::current());
+Tensor tensordot(const Tensor& a, const Tensor& b, Dims axes_a, Dims axes_b,
+                 Loc loc = Loc::current());
+/// numpy.einsum ("ij,jk->ik", implicit output, `...`, repeated letters): operands are
+/// contracted left to right, each pair as one batched matmul.
+Tensor einsum(std::string_view spec, std::span<const Tensor> operands, Loc loc = Loc::current());
+Tensor einsum(std::string_view spec, std::initializer_list<Tensor> operands,
+              Loc loc = Loc::current());
+/// numpy.kron: the Kronecker product (ranks aligned with leading 1s).
+Tensor kron(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// numpy.atleast_1d / 2d / 3d (a 1-D [n] becomes [1, n] and [1, n, 1]; 2-D [m, n] [m, n, 1]).
+Tensor atleast_1d(const Tensor& x, Loc loc = Loc::current());
+Tensor atleast_2d(const Tensor& x, Loc loc = Loc::current());
+Tensor atleast_3d(const Tensor& x, Loc loc = Loc::current());
+/// numpy.expand_dims: size-1 axes at the given positions of the result.
+Tensor expand_dims(const Tensor& x, Dims axes, Loc loc = Loc::current());
+template <std::integral I> Tensor expand_dims(const Tensor& x, I axis, Loc loc = Loc::current()) {
+  return expand_dims(x, Dims{int64_t(axis)}, loc);
+}
+/// numpy.squeeze with several axes (each must have size 1).
+Tensor squeeze(const Tensor& x, Dims axes, Loc loc = Loc::current());
+Tensor squeeze(const Tensor& x, std::initializer_list<int64_t> axes, Loc loc = Loc::current());
+/// numpy.flipud (axis 0) / fliplr (axis 1).
+Tensor flipud(const Tensor& x, Loc loc = Loc::current());
+Tensor fliplr(const Tensor& x, Loc loc = Loc::current());
+/// numpy.rot90: k quarter turns from the first axis of `axes` towards the second.
+Tensor rot90(const Tensor& x, int64_t k = 1, Dims axes = {0, 1}, Loc loc = Loc::current());
+/// Cumulative ops along axis, by doubling (log2 n steps of an element-wise op, no division, so
+/// gradients flow and cumprod through zeros is exact). `exclusive` shifts in the op's identity
+/// (1, the dtype's lowest / highest, -inf); `reverse` scans from the end.
+Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse,
+              Loc loc = Loc::current());
+Tensor cumprod(const Tensor& x, int64_t axis, bool exclusive = false, bool reverse = false,
+               Loc loc = Loc::current());
+Tensor cummax(const Tensor& x, int64_t axis, bool exclusive = false, bool reverse = false,
+              Loc loc = Loc::current());
+Tensor cummin(const Tensor& x, int64_t axis, bool exclusive = false, bool reverse = false,
+              Loc loc = Loc::current());
+/// log(cumsum(exp(x))) computed stably (torch.logcumsumexp).
+Tensor logcumsumexp(const Tensor& x, int64_t axis, bool exclusive = false, bool reverse = false,
+                    Loc loc = Loc::current());
+/// torch.cummax / cummin: the values and the i64 index where each running extreme was taken
+/// (the last one among equal values, and the last NaN, as torch).
+std::pair<Tensor, Tensor> cummax_with_indices(const Tensor& x, int64_t axis,
+                                              Loc loc = Loc::current());
+std::pair<Tensor, Tensor> cummin_with_indices(const Tensor& x, int64_t axis,
+                                              Loc loc = Loc::current());
 
 // ---- Linear algebra and neural-network layers (PyTorch layouts)
 /// numpy.matmul: rank-1 operands are vectors; batch dims broadcast.

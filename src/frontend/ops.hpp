@@ -28,4 +28,7 @@ void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Lo
 Tensor apply1(const Tensor& x, const std::function<ir::NodeId(ir::Graph&, ir::NodeId)>& build,
               const Loc& loc);
 
+/// Tensor::index with an integer or bool tensor among the indices (src/frontend/numpy_shape.cpp).
+Tensor index_advanced(const Tensor& self, const std::vector<TensorIndex>& indices, Loc loc);
+
 } // namespace rlx::detail

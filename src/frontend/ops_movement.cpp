@@ -183,6 +183,8 @@ Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<i
 
 Tensor Tensor::index(std::vector<TensorIndex> indices, Loc loc) const {
   detail::check_defined(*this, "index", loc);
+  for (const TensorIndex& i : indices)
+    if (i.kind() == TensorIndex::Kind::Tensor) return detail::index_advanced(*this, indices, loc);
   int64_t used = 0;
   for (const TensorIndex& i : indices) used += i.kind() != TensorIndex::Kind::NewAxis;
   if (used > ndim())
@@ -209,6 +211,8 @@ Tensor Tensor::index(std::vector<TensorIndex> indices, Loc loc) const {
     case TensorIndex::Kind::NewAxis:
       x = rlx::unsqueeze(x, axis, loc);
       ++axis;
+      break;
+    case TensorIndex::Kind::Tensor: // handled by index_advanced above
       break;
     }
   }
