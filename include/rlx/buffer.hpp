@@ -23,6 +23,12 @@ public:
   /// With unspecified contents (for results a kernel overwrites entirely).
   static Buffer uninitialized(ir::Shape shape);
 
+  /// The bytes at data (numel * element size of them, 64-byte aligned), not copied: `owner`
+  /// keeps them alive (Tensor::from_blob). The buffer must not outlive them when owner is null.
+  static Buffer external(ir::Shape shape, std::byte* data, std::shared_ptr<void> owner);
+  /// Whether the bytes are external (see Storage::is_external).
+  bool is_external() const { return bytes_.is_external(); }
+
   /// Values converted to `shape`'s dtype (floats round to nearest, ints saturate, bool = x != 0).
   static Buffer from_f64(ir::Shape shape, std::span<const double> values);
   static Buffer from_i64(ir::Shape shape, std::span<const int64_t> values);

@@ -11,13 +11,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
 
 namespace rlx {
 
-/// Owned bytes with value semantics (copies copy the contents), 64-byte aligned.
+/// Owned bytes with value semantics (copies copy the contents), 64-byte aligned. External
+/// storage (Tensor::from_blob) refers to the user's memory instead: `owner` keeps it alive and
+/// its destruction returns it (the user's deleter); copies of it are pooled copies.
 class Storage {
 public:
   Storage() = default;
@@ -25,10 +28,16 @@ public:
   /// ErrorKind::Limit when n, or n plus the bytes all storage holds, exceeds memory_limit().
   explicit Storage(std::size_t n, bool zero = true);
   Storage(const Storage& other);
-  Storage(Storage&& other) noexcept : data_(other.data_), size_(other.size_) {
+  Storage(Storage&& other) noexcept
+      : data_(other.data_), size_(other.size_), owner_(std::move(other.owner_)) {
     other.data_ = nullptr;
     other.size_ = 0;
   }
+  /// n bytes at data, owned by `owner` (nothing is copied or counted against the memory limit).
+  /// data must be 64-byte aligned, as every kernel may assume.
+  static Storage external(std::byte* data, std::size_t n, std::shared_ptr<void> owner);
+  /// Whether the bytes are the user's (external) rather than the pool's.
+  bool is_external() const { return owner_ != nullptr; }
   Storage& operator=(const Storage& other);
   Storage& operator=(Storage&& other) noexcept;
   ~Storage();
@@ -43,6 +52,7 @@ public:
 private:
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  std::shared_ptr<void> owner_; ///< set for external storage
 };
 
 /// What the pool holds: blocks handed out and kept for reuse, and how often a request was

@@ -22,6 +22,7 @@
 #include <concepts>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -175,6 +176,24 @@ public:
   /// Raw little-endian element bytes of `dtype`.
   static Tensor from_bytes(DType dtype, Dims sizes, std::span<const std::byte> bytes,
                            Loc loc = Loc::current());
+  /// The user's memory as a tensor, without a copy (torch.from_blob, Eigen::Map): `data` holds
+  /// the row-major values of `dtype`. With a deleter the tensor owns the memory and calls
+  /// deleter(data) when nothing (no tensor, no pending result) uses it any more; without one the
+  /// caller keeps the memory alive while any tensor computed from it may still be read. Writes
+  /// to the memory show through, as with torch.from_numpy. Memory that is not 64-byte aligned
+  /// (the alignment rlx's kernels read with) and bool values (stored as 0/1 bytes) are copied
+  /// instead, and the deleter then runs at once; shares_memory(data) tells which happened.
+  static Tensor from_blob(void* data, Dims sizes, DType dtype,
+                          std::function<void(void*)> deleter = {}, Loc loc = Loc::current());
+  template <Element T>
+  static Tensor from_blob(T* data, Dims sizes, std::function<void(void*)> deleter = {},
+                          Loc loc = Loc::current()) {
+    return from_blob(static_cast<void*>(data), std::move(sizes), detail::dtype_of<T>(),
+                     std::move(deleter), loc);
+  }
+  /// Whether the tensor's value is computed in memory that starts at `data` (a from_blob tensor
+  /// that was not copied). Never materializes.
+  bool shares_memory(const void* data) const;
 
   // ---- Queries (no materialization)
   bool defined() const { return impl_ != nullptr; }

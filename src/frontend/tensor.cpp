@@ -58,6 +58,35 @@ Tensor Tensor::from_bytes(DType dtype, Dims sizes, std::span<const std::byte> by
   return Tensor(detail::make_computed(std::move(b), loc));
 }
 
+Tensor Tensor::from_blob(void* data, Dims sizes, DType dtype, std::function<void(void*)> deleter,
+                         Loc loc) {
+  for (int64_t s : sizes)
+    if (s < 0)
+      fail(ErrorKind::Shape, "from_blob: negative size ", s, " in the sizes", detail::at_loc(loc));
+  Shape shape = Shape::of(sizes, dtype);
+  const int64_t n = *shape.num_elements();
+  if (n > 0 && data == nullptr)
+    fail(ErrorKind::Value, "from_blob: a null pointer for ", ir::short_str(shape),
+         detail::at_loc(loc));
+  auto* bytes = static_cast<std::byte*>(data);
+  const std::size_t size = std::size_t(n) * ir::size_bytes(dtype);
+  if (dtype == DType::Bool || reinterpret_cast<std::uintptr_t>(data) % 64 != 0) {
+    Tensor t = from_bytes(dtype, std::move(sizes), {bytes, size}, loc);
+    if (deleter) deleter(data);
+    return t;
+  }
+  std::shared_ptr<void> owner;
+  if (deleter) owner = std::shared_ptr<void>(data, std::move(deleter));
+  return Tensor(detail::make_computed(Buffer::external(shape, bytes, std::move(owner)), loc));
+}
+
+bool Tensor::shares_memory(const void* data) const {
+  if (!impl_) return false;
+  std::lock_guard lock(detail::eval_mutex());
+  const auto& b = impl_->buffer;
+  return b && b->is_external() && static_cast<const void*>(b->bytes().data()) == data;
+}
+
 const Shape& Tensor::shape() const {
   detail::check_defined(*this, "shape", Loc::current());
   return impl_->shape;

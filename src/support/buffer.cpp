@@ -50,6 +50,17 @@ Buffer::Buffer(ir::Shape shape) : Buffer(uninitialized(std::move(shape))) {
   std::memset(bytes_.data(), 0, bytes_.size());
 }
 
+Buffer Buffer::external(ir::Shape shape, std::byte* data, std::shared_ptr<void> owner) {
+  auto n = shape.num_elements();
+  if (!n) fail(ErrorKind::Runtime, "buffer: shape ", ir::short_str(shape), " is not static");
+  Buffer b;
+  b.shape_ = std::move(shape);
+  b.numel_ = *n;
+  b.bytes_ = Storage::external(data, std::size_t(b.numel_) * ir::size_bytes(b.shape_.dtype()),
+                               std::move(owner));
+  return b;
+}
+
 Buffer Buffer::uninitialized(ir::Shape shape) {
   auto n = shape.num_elements();
   if (!n) fail(ErrorKind::Runtime, "buffer: shape ", ir::short_str(shape), " is not static");

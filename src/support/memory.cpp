@@ -224,16 +224,31 @@ Storage& Storage::operator=(const Storage& other) {
 
 Storage& Storage::operator=(Storage&& other) noexcept {
   if (this != &other) {
-    deallocate(data_, size_);
+    if (!owner_) deallocate(data_, size_);
     data_ = other.data_;
     size_ = other.size_;
+    owner_ = std::move(other.owner_);
     other.data_ = nullptr;
     other.size_ = 0;
   }
   return *this;
 }
 
-Storage::~Storage() { deallocate(data_, size_); }
+Storage::~Storage() {
+  if (!owner_) deallocate(data_, size_); // external bytes go back through their owner
+}
+
+Storage Storage::external(std::byte* data, std::size_t n, std::shared_ptr<void> owner) {
+  RLX_CHECK(reinterpret_cast<std::uintptr_t>(data) % kAlign == 0,
+            "Storage::external: ", static_cast<const void*>(data), " is not ", kAlign,
+            "-byte aligned");
+  Storage s;
+  s.data_ = data;
+  s.size_ = n;
+  // Without an owner the caller keeps the bytes alive; a no-op owner still marks them external.
+  s.owner_ = owner ? std::move(owner) : std::shared_ptr<void>(data, [](void*) {});
+  return s;
+}
 
 bool operator==(const Storage& a, const Storage& b) {
   return a.size_ == b.size_ && (a.size_ == 0 || std::memcmp(a.data_, b.data_, a.size_) == 0);
