@@ -93,6 +93,21 @@ TEST_CASE("topk and kthvalue match torch, with ties going to the smaller index")
   });
 }
 
+TEST_CASE("mode matches torch: the smallest most frequent value and its last index") {
+  auto fx = case_of("modes");
+  on_both_backends([&] {
+    for (const char* t : {"i", "f"})
+      for (int64_t ax : {0, 1}) {
+        std::string tag = std::string(t) + "_" + std::to_string(ax);
+        auto [v, i] = rlx::mode(fx(std::string("x") + t), ax);
+        expect_close(v, fx("want_val_" + tag), "mode values " + tag);
+        expect_close(i, fx("want_idx_" + tag), "mode indices " + tag);
+      }
+    auto [v, i] = rlx::mode(fx("xf"), 0, true);
+    CHECK(v.sizes() == Dims{1, 5});
+  });
+}
+
 TEST_CASE("take_along_axis matches numpy with negative and broadcast indices, gather torch's") {
   auto fx = case_of("take_and_gather");
   Tensor x = fx("x");

@@ -553,6 +553,10 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis = -1, bo
 /// torch.kthvalue: (values, i64 indices) of the k-th smallest (k from 1) along axis.
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t axis = -1,
                                    bool keepdims = false, Loc loc = Loc::current());
+/// torch.mode: (values, i64 indices) of the most frequent value along axis, the smallest of
+/// equally frequent ones, and the last index holding it (NaNs count as distinct values).
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t axis = -1, bool keepdims = false,
+                               Loc loc = Loc::current());
 /// numpy.take_along_axis: out[.., i, ..] = x[.., indices[.., i, ..], ..] along axis; indices
 /// has x's rank and its other axes broadcast against x's.
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis,

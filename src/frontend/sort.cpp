@@ -221,6 +221,37 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t axis, boo
   return {v, i};
 }
 
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t axis, bool keepdims, Loc loc) {
+  detail::check_defined(x, "mode", loc);
+  if (x.ndim() == 0)
+    fail(ErrorKind::Value, "mode: needs a tensor of rank >= 1", detail::at_loc(loc));
+  int64_t a = norm_axis(axis, x.ndim(), "mode", x.shape(), loc), last = x.ndim() - 1;
+  int64_t n = x.size(a, loc);
+  if (n == 0)
+    fail(ErrorKind::Value, "mode: empty axis of ", ir::short_str(x.shape()), detail::at_loc(loc));
+  // Runs of equal values in the stable ascending order: run ids by a cumsum of run starts, run
+  // lengths by a scatter_add, the first longest run by argmax (the smallest value), and its
+  // last element's original index (stable order: the largest index holding the value).
+  Tensor xl = swap_axes(x, a, last, loc);
+  Tensor perm = argsort_last(xl, false, loc);
+  Tensor s = take_along_axis(xl, perm, last, loc);
+  Tensor starts = ones(s.sizes(loc), DType::I64, loc);
+  if (n > 1) {
+    Tensor differs = narrow(s, last, 1, n - 1, loc) != narrow(s, last, 0, n - 1, loc);
+    starts = concat({narrow(starts, last, 0, 1, loc), differs.cast(DType::I64, loc)}, last, loc);
+  }
+  Tensor run = cumsum(starts, last, false, loc) - 1;
+  Tensor counts = scatter_add(zeros(s.sizes(loc), DType::I64, loc), last, run,
+                              ones(s.sizes(loc), DType::I64, loc), loc);
+  Tensor per = take_along_axis(counts, run, last, loc);
+  Tensor best = argmax(per, last, true, loc);
+  Tensor end = best + take_along_axis(per, best, last, loc) - 1;
+  Tensor v = swap_axes(take_along_axis(s, best, last, loc), a, last, loc);
+  Tensor i = swap_axes(take_along_axis(perm, end, last, loc), a, last, loc);
+  if (!keepdims) return {squeeze(v, a, loc), squeeze(i, a, loc)};
+  return {v, i};
+}
+
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Loc loc) {
   detail::check_defined(x, "take_along_axis", loc);
   detail::check_defined(indices, "take_along_axis", loc);
