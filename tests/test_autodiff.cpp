@@ -117,6 +117,10 @@ std::vector<Case> cases() {
       op_case("gather, axis 0", Op(OpKind::Gather, GatherAttrs{0}), {F({5, N}), I({M, 3}, -5, 4)}));
   cs.push_back(
       op_case("gather, axis 1", Op(OpKind::Gather, GatherAttrs{1}), {F({M, 4, 2}), I({5}, -4, 3)}));
+  cs.push_back(op_case("scatter_add, duplicates accumulate",
+                       Op(OpKind::ScatterAdd, ScatterAddAttrs{0, 4}), {F({5, N}), I({5}, -4, 3)}));
+  cs.push_back(op_case("scatter_add, axis 1", Op(OpKind::ScatterAdd, ScatterAddAttrs{1, 3}),
+                       {F({M, 4, 2}), I({4}, -3, 2)}));
   // Contractions.
   cs.push_back(op_case("matmul", Op(OpKind::MatMul), {F({M, 3}), F({3, N})}));
   cs.push_back(op_case("matmul, batch broadcast", Op(OpKind::MatMul), {F({2, M, 3}), F({3, N})}));

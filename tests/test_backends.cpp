@@ -651,6 +651,18 @@ std::vector<Case> movement_cases() {
       b.out(b.op(Op(OpKind::Gather, ir::GatherAttrs{1}),
                  {b.in({3, 1000}, t, f), b.in({5, 2}, I64, {Fill::Integers, -1000, 999})}));
     });
+    add_case(cases, "scatter_add_top_k_argsort" + s, [&](Builder& b) {
+      if (!ir::is_bool(t)) { // scatter_add accumulates numbers only
+        b.out(b.op(Op(OpKind::ScatterAdd, ir::ScatterAddAttrs{0, 6}),
+                   {b.in({9, 4}, t, f), b.in({9}, I64, {Fill::Integers, -6, 5})}));
+        b.out(b.op(Op(OpKind::ScatterAdd, ir::ScatterAddAttrs{-1, 3}),
+                   {b.in({2, 5}, t, f), b.in({5}, F32, {Fill::Integers, -3, 2})}));
+      }
+      b.out(b.op(Op(OpKind::TopK, ir::TopKAttrs{3, true}), {b.in({4, 7}, t, f)}));
+      b.out(b.op(Op(OpKind::TopK, ir::TopKAttrs{5, false}), {b.in({2, 5}, t, f)}));
+      b.out(b.op(Op(OpKind::ArgSort, ir::ArgSortAttrs{false}), {b.in({3, 8}, t, f)}));
+      b.out(b.op(Op(OpKind::ArgSort, ir::ArgSortAttrs{true}), {b.in({3, 1000}, t, f)}));
+    });
   }
   return cases;
 }

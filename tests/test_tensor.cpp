@@ -290,6 +290,12 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
       {OpKind::Reverse, [&] { return rlx::flip(v, {0}); }},
       {OpKind::Pad, [&] { return rlx::pad(v, {1, 1}); }},
       {OpKind::Gather, [&] { return rlx::take(v, rlx::tensor({0, 2})); }},
+      {OpKind::ScatterAdd,
+       [&] {
+         return rlx::index_add(m, 1, rlx::tensor({int64_t(3), int64_t(0)}), rlx::ones({2, 2}));
+       }},
+      {OpKind::TopK, [&] { return rlx::topk(v, 2).second; }},
+      {OpKind::ArgSort, [&] { return rlx::argsort(v); }},
       {OpKind::MatMul, [&] { return rlx::matmul(m, sq); }},
       {OpKind::FusedMatMulBiasAct,
        [&] { return rlx::linear(m, sq, v, Activation::Relu, /*fused=*/true); }},

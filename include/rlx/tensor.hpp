@@ -695,6 +695,90 @@ std::pair<Tensor, Tensor> cummax_with_indices(const Tensor& x, int64_t axis,
                                               Loc loc = Loc::current());
 std::pair<Tensor, Tensor> cummin_with_indices(const Tensor& x, int64_t axis,
                                               Loc loc = Loc::current());
+// ---- sorting, selection and scattering (src/frontend/sort.cpp)
+// NaN orders above every number (numpy's ascending sort; torch's descending sort and topk).
+// Indices are i64; index operands may be any integer dtype, negative ones count from the end,
+// and one out of range is an rlx::Error when the value is computed. Gradients flow to values
+// (sort, topk, take_along_axis, gather, scatter*, index_add, median, quantile), never to indices.
+/// numpy.sort along axis (stable; descending keeps equal elements in their order).
+Tensor sort(const Tensor& x, int64_t axis = -1, bool descending = false, bool stable = true,
+            Loc loc = Loc::current());
+/// numpy.argsort: the stable sorting permutation along axis (i64).
+Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false, bool stable = true,
+               Loc loc = Loc::current());
+/// torch.topk: (values, i64 indices) of the k largest (smallest unless `largest`) along axis,
+/// in that order, ties to the smaller index (always sorted, whatever `sorted` says).
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis = -1, bool largest = true,
+                               bool sorted = true, Loc loc = Loc::current());
+/// torch.kthvalue: (values, i64 indices) of the k-th smallest (k from 1) along axis.
+std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t axis = -1,
+                                   bool keepdims = false, Loc loc = Loc::current());
+/// torch.mode: (values, i64 indices) of the most frequent value along axis, the smallest of
+/// equally frequent ones, and the last index holding it (NaNs count as distinct values).
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t axis = -1, bool keepdims = false,
+                               Loc loc = Loc::current());
+/// numpy.take_along_axis: out[.., i, ..] = x[.., indices[.., i, ..], ..] along axis; indices
+/// has x's rank and its other axes broadcast against x's.
+Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis,
+                       Loc loc = Loc::current());
+/// torch.gather(x, axis, index): take_along_axis with index no larger than x off the axis.
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index, Loc loc = Loc::current());
+/// torch.scatter_add: x plus src[i] added at index[i] along axis (index's extent of src).
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src,
+                   Loc loc = Loc::current());
+/// torch.scatter: x with src[i] written at index[i] along axis; of duplicate indices the last
+/// in row-major order of index wins.
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src,
+               Loc loc = Loc::current());
+/// numpy.put_along_axis, functional: x with values (broadcast to indices) written at indices
+/// along axis; of duplicates the last wins.
+Tensor put_along_axis(const Tensor& x, const Tensor& indices, const Tensor& values, int64_t axis,
+                      Loc loc = Loc::current());
+/// torch.index_add: x plus src[.., i, ..] added at x[.., index[i], ..] (index 1-D) along axis.
+Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src,
+                 Loc loc = Loc::current());
+/// numpy.searchsorted on a 1-D ascending `sorted`: i64 insertion points of values, side "left"
+/// (first a[i] >= v) or "right" (first a[i] > v); a binary search, O(m log n).
+Tensor searchsorted(const Tensor& sorted, const Tensor& values, std::string_view side = "left",
+                    Loc loc = Loc::current());
+struct UniqueResult {
+  Tensor values;  ///< the sorted distinct values (1-D)
+  Tensor inverse; ///< i64, x's shape: values[inverse] == x (if asked)
+  Tensor counts;  ///< i64, how often each value occurs (if asked)
+};
+/// numpy.unique over the flattened x. The result's size depends on the values, so x is
+/// computed; inside rlx::jit (a trace) this is an ErrorKind::Trace error.
+UniqueResult unique(const Tensor& x, bool return_inverse = false, bool return_counts = false,
+                    Loc loc = Loc::current());
+/// numpy.median / nanmedian along axis (the whole tensor without one): the mean of the two
+/// middle values; median is NaN where a slice holds a NaN, nanmedian skips them.
+Tensor median(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false,
+              Loc loc = Loc::current());
+Tensor nanmedian(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false,
+                 Loc loc = Loc::current());
+/// numpy.quantile / percentile with method "linear" (the default), "lower", "higher" or
+/// "midpoint"; several q stack as a new first axis, as numpy's do.
+Tensor quantile(const Tensor& x, double q, std::optional<int64_t> axis = std::nullopt,
+                std::string_view method = "linear", bool keepdims = false,
+                Loc loc = Loc::current());
+Tensor quantile(const Tensor& x, std::vector<double> q, std::optional<int64_t> axis = std::nullopt,
+                std::string_view method = "linear", bool keepdims = false,
+                Loc loc = Loc::current());
+Tensor percentile(const Tensor& x, double q, std::optional<int64_t> axis = std::nullopt,
+                  std::string_view method = "linear", bool keepdims = false,
+                  Loc loc = Loc::current());
+/// numpy.histogram over the flattened x: (i64 counts [bins], edges [bins + 1]); the range
+/// defaults to (min, max) of x (computed in the graph), values outside it are not counted and
+/// the last bin includes its right edge.
+std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins = 10,
+                                    std::optional<std::pair<double, double>> range = std::nullopt,
+                                    Loc loc = Loc::current());
+/// numpy.bincount of non-negative integers x (1-D), weighted if weights is given (f64 counts
+/// then, else i64). The length max(x) + 1 (at least minlength) needs x's values, so x is
+/// computed; inside rlx::jit give minlength, which is then the length (a larger value is an
+/// out-of-range error when the result is computed).
+Tensor bincount(const Tensor& x, std::optional<Tensor> weights = std::nullopt,
+                int64_t minlength = 0, Loc loc = Loc::current());
 
 // ---- Linear algebra and neural-network layers (PyTorch layouts)
 /// numpy.matmul: rank-1 operands are vectors; batch dims broadcast.

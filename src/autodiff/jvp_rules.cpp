@@ -132,6 +132,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Softmax, kRule, jvp_softmax},
     {OpKind::Pad, kRule, jvp_pad},
     {OpKind::Gather, kRule, jvp_gather},
+    {OpKind::ScatterAdd, kRule, jvp_gather}, // linear in operand 0 as well
     {OpKind::MatMul, kRule, jvp_bilinear},
     {OpKind::Conv2d, kRule, jvp_bilinear},
     {OpKind::ConvTranspose2d, kRule, jvp_bilinear},

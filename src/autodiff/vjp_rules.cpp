@@ -187,14 +187,16 @@ Grads vjp_pad(Builder& b, const Node& n, NodeId dy, Want) {
 } // namespace
 
 NodeId gather_adjoint(Builder& b, NodeId dy, NodeId indices, const std::vector<int64_t>& ts,
-                      int64_t axis) { // one_hot^T @ dy
+                      int64_t axis) {
+  // A scatter-add of dy's index rows: O(numel(dy) + table), where a one-hot matmul would be
+  // O(indices x table rows).
   axis = norm_axis(axis, int64_t(ts.size()));
   int64_t pre = 1, post = 1, size = ts[std::size_t(axis)];
   for (int64_t i = 0; i < axis; ++i) pre *= ts[std::size_t(i)];
   for (std::size_t i = std::size_t(axis) + 1; i < ts.size(); ++i) post *= ts[i];
-  NodeId oh = one_hot(b, indices, size, b.shape(dy).dtype());     // [m, size]
-  NodeId d3 = b.reshape(dy, {pre, -1, post});                     // [pre, m, post]
-  NodeId g = b.op(OpKind::MatMul, {b.transpose(oh, {1, 0}), d3}); // [pre, size, post]
+  NodeId d3 = b.reshape(dy, {pre, -1, post}); // [pre, m, post]
+  NodeId g = b.op(ir::Op(OpKind::ScatterAdd, ir::ScatterAddAttrs{1, size}),
+                  {d3, b.reshape(indices, {-1})}); // [pre, size, post]
   return b.reshape(g, Ints(ts.begin(), ts.end()));
 }
 
@@ -213,6 +215,12 @@ namespace {
 Grads vjp_gather(Builder& b, const Node& n, NodeId dy, Want) {
   return {gather_adjoint(b, dy, in(n, 1), b.sizes(in(n, 0)), n.op.attrs<ir::GatherAttrs>().axis),
           std::nullopt};
+}
+
+/// scatter_add is linear in its updates: their cotangent gathers dy's rows back.
+Grads vjp_scatter_add(Builder& b, const Node& n, NodeId dy, Want) {
+  int64_t axis = n.op.attrs<ir::ScatterAddAttrs>().axis;
+  return {b.op(ir::Op(OpKind::Gather, ir::GatherAttrs{axis}), {dy, in(n, 1)}), std::nullopt};
 }
 
 NodeId swap_last2(Builder& b, NodeId x) {
@@ -485,6 +493,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Reverse, kRule, vjp_reverse},
     {OpKind::Pad, kRule, vjp_pad},
     {OpKind::Gather, kRule, vjp_gather},
+    {OpKind::ScatterAdd, kRule, vjp_scatter_add},
     {OpKind::MatMul, kRule, vjp_matmul},
     {OpKind::AxialRope2d, kRule, vjp_axial_rope},
     {OpKind::Conv2d, kRule, vjp_conv},

@@ -58,4 +58,19 @@ NodeId Graph::pad(NodeId input, std::vector<int64_t> pads, PadMode mode, double 
   return build_inferred(Op(OpKind::Pad, PadAttrs{std::move(pads), mode, value}), {input}, loc);
 }
 
+// ---- Scattering and sorting with inferred shapes
+
+NodeId Graph::scatter_add(NodeId updates, NodeId indices, int64_t axis, int64_t out_dim, Loc loc) {
+  return build_inferred(Op(OpKind::ScatterAdd, ScatterAddAttrs{axis, out_dim}), {updates, indices},
+                        loc);
+}
+
+NodeId Graph::top_k(NodeId x, int64_t k, bool largest, Loc loc) {
+  return build_inferred(Op(OpKind::TopK, TopKAttrs{k, largest}), {x}, loc);
+}
+
+NodeId Graph::argsort(NodeId x, bool descending, Loc loc) {
+  return build_inferred(Op(OpKind::ArgSort, ArgSortAttrs{descending}), {x}, loc);
+}
+
 } // namespace rlx::ir

@@ -221,6 +221,44 @@ std::optional<Shape> infer_movement(const Op& op, std::span<const Shape> in) {
     dims.insert(dims.end(), x.dims().begin() + axis + 1, x.dims().end());
     return Shape(std::move(dims), x.dtype());
   }
+  case OpKind::ScatterAdd: {
+    const Shape& idx = in[1];
+    const auto& a = op.attrs<ScatterAddAttrs>();
+    int64_t axis = norm_axis(op, in, a.axis, x.rank());
+    if (is_bool(x.dtype()) || is_complex(x.dtype()))
+      fail(ErrorKind::Type, op.name(), ": updates must be numbers to accumulate, got ",
+           short_str(x));
+    if (is_bool(idx.dtype()) || is_complex(idx.dtype()))
+      fail(ErrorKind::Type, op.name(), ": indices must be integers (or float-encoded), got ",
+           short_str(idx));
+    if (idx.rank() != 1) shape_error(op, in, "indices must be 1-D, got rank ", idx.rank());
+    const Dim &u = x.dims()[std::size_t(axis)], &m = idx.dims()[0];
+    if (u.is_static() && m.is_static() && u.size() != m.size())
+      shape_error(op, in, "updates have ", u.size(), " rows along axis ", a.axis, " but ", m.size(),
+                  " indices");
+    if (a.out_dim < 0 || a.out_dim > kMaxDimSize)
+      shape_error(op, in, "out_dim ", a.out_dim, " is invalid");
+    std::vector<Dim> dims = x.dims();
+    dims[std::size_t(axis)] = Dim(a.out_dim);
+    return Shape(std::move(dims), x.dtype());
+  }
+  case OpKind::TopK:
+  case OpKind::ArgSort: {
+    if (x.rank() == 0)
+      shape_error(op, in, "needs an operand of rank >= 1 (it works on the last axis)");
+    if (is_complex(x.dtype()))
+      fail(ErrorKind::Type, op.name(), ": complex values have no order, got ", short_str(x));
+    std::vector<Dim> dims = x.dims();
+    if (op.kind() == OpKind::TopK) {
+      int64_t k = op.attrs<TopKAttrs>().k;
+      const Dim& n = dims.back();
+      if (k < 0 || (n.is_static() && k > n.size()))
+        shape_error(op, in, "k = ", k, " is not in [0, ", n.is_static() ? n.size() : 0,
+                    "] (the size of the last axis)");
+      dims.back() = Dim(k);
+    }
+    return Shape(std::move(dims), DType::I64);
+  }
   default:
     return std::nullopt;
   }

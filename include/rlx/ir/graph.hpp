@@ -177,6 +177,16 @@ public:
   /// Pad with `pads` = [before_0, after_0, before_1, after_1, ...] (one pair per axis).
   NodeId pad(NodeId input, std::vector<int64_t> pads, PadMode mode = PadMode::Constant,
              double value = 0.0, Loc loc = Loc::current());
+  /// Gather's adjoint along `axis`: updates with that axis resized to out_dim, zeros plus
+  /// updates[.., j, ..] added at row indices[j] (indices 1-D, integer or float-encoded, negative
+  /// from the end; duplicates accumulate; one out of range is an rlx::Error at run time).
+  NodeId scatter_add(NodeId updates, NodeId indices, int64_t axis, int64_t out_dim,
+                     Loc loc = Loc::current());
+  /// i64 indices of the k largest (smallest unless `largest`) along the last axis, in order,
+  /// ties to the smaller index, NaN above every number; the values are a gather away.
+  NodeId top_k(NodeId x, int64_t k, bool largest = true, Loc loc = Loc::current());
+  /// The stable i64 sorting permutation of the last axis, NaN above every number.
+  NodeId argsort(NodeId x, bool descending = false, Loc loc = Loc::current());
 
   // ---- Matmul and linear layers
   /// Dense linear layer: matmul(input, weight) [+ bias]; the bias must broadcast to the product
