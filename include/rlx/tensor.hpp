@@ -121,8 +121,9 @@ struct Slice {
 };
 struct NewAxis {};
 inline constexpr NewAxis newaxis{};
-/// `all` selects a whole axis (Python's `:`).
-inline constexpr Slice all{};
+/// `_` selects a whole axis (Python's `:`): x.index({rlx::_, 0}) is x[:, 0]. (`rlx::all` is
+/// numpy's reduction.)
+inline constexpr Slice _{};
 
 class TensorIndex {
 public:
