@@ -12,7 +12,7 @@ int main() {
   // Data: 256 points in [-1, 1]^2; the target is a smooth function of both coordinates.
   const int64_t n = 256, hidden = 32;
   Tensor x = rlx::rand({n, 2}, /*seed=*/1) * 2.0f - 1.0f;
-  Tensor x0 = x.index({rlx::all, rlx::Slice{0, 1}}), x1 = x.index({rlx::all, rlx::Slice{1, 2}});
+  Tensor x0 = x.index({rlx::_, rlx::Slice{0, 1}}), x1 = x.index({rlx::_, rlx::Slice{1, 2}});
   Tensor y = rlx::sin(x0 * 2.0f) * 0.8f + x1 * x1 * 0.6f - 0.2f; // [n, 1]
 
   // Parameters: 2 -> hidden (tanh) -> 1, small random weights.

@@ -618,7 +618,7 @@ TEST_CASE("numpy: index with ints, steps and newaxis matches numpy basic indexin
   Fixture fx("index_basic");
   Tensor x = fx("x");
   NUMPY_CHECK(x.index({1, rlx::Slice{0, 4, 2}, rlx::newaxis}), fx("want_a"));
-  NUMPY_CHECK(x.index({rlx::all, -1}), fx("want_b"));
+  NUMPY_CHECK(x.index({rlx::_, -1}), fx("want_b"));
   NUMPY_CHECK(x.index({rlx::newaxis, rlx::Slice{.step = -2}, 3}), fx("want_c"));
   NUMPY_CHECK(x.index({-2, rlx::Slice{.start = -3}, rlx::Slice{.start = 1, .step = 3}}),
               fx("want_d"));

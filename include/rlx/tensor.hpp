@@ -124,8 +124,9 @@ struct Slice {
 };
 struct NewAxis {};
 inline constexpr NewAxis newaxis{};
-/// `all` selects a whole axis (Python's `:`).
-inline constexpr Slice all{};
+/// `_` selects a whole axis (Python's `:`): x.index({rlx::_, 0}) is x[:, 0]. (`rlx::all` is
+/// numpy's reduction.)
+inline constexpr Slice _{};
 
 class TensorIndex {
 public:
@@ -319,6 +320,46 @@ public:
   /// Reverse the axes (numpy's .T) / swap the last two axes (numpy's and torch's .mT).
   Tensor T(Loc loc = Loc::current()) const;
   Tensor mT(Loc loc = Loc::current()) const;
+  // ---- numpy reductions and helpers as methods (src/frontend/ops_numpy.cpp); the free
+  // functions of the same names are the reference.
+  template <std::integral I>
+  Tensor var(I axis, bool keepdims = false, int64_t ddof = 0, Loc loc = Loc::current()) const {
+    return var(Dims{int64_t(axis)}, keepdims, ddof, loc);
+  }
+  Tensor var(Dims axes = {}, bool keepdims = false, int64_t ddof = 0,
+             Loc loc = Loc::current()) const;
+  template <std::integral I>
+  Tensor std(I axis, bool keepdims = false, int64_t ddof = 0, Loc loc = Loc::current()) const {
+    return std(Dims{int64_t(axis)}, keepdims, ddof, loc);
+  }
+  Tensor std(Dims axes = {}, bool keepdims = false, int64_t ddof = 0,
+             Loc loc = Loc::current()) const;
+  template <std::integral I>
+  Tensor logsumexp(I axis, bool keepdims = false, Loc loc = Loc::current()) const {
+    return logsumexp(Dims{int64_t(axis)}, keepdims, loc);
+  }
+  Tensor logsumexp(Dims axes = {}, bool keepdims = false, Loc loc = Loc::current()) const;
+  template <std::integral I>
+  Tensor any(I axis, bool keepdims = false, Loc loc = Loc::current()) const {
+    return any(Dims{int64_t(axis)}, keepdims, loc);
+  }
+  Tensor any(Dims axes = {}, bool keepdims = false, Loc loc = Loc::current()) const;
+  template <std::integral I>
+  Tensor all(I axis, bool keepdims = false, Loc loc = Loc::current()) const {
+    return all(Dims{int64_t(axis)}, keepdims, loc);
+  }
+  Tensor all(Dims axes = {}, bool keepdims = false, Loc loc = Loc::current()) const;
+  template <std::integral I>
+  Tensor norm(double ord, I axis, bool keepdims = false, Loc loc = Loc::current()) const {
+    return norm(ord, Dims{int64_t(axis)}, keepdims, loc);
+  }
+  Tensor norm(double ord = 2, Dims axes = {}, bool keepdims = false,
+              Loc loc = Loc::current()) const;
+  Tensor cumsum(int64_t axis, bool exclusive = false, Loc loc = Loc::current()) const;
+  Tensor square(Loc loc = Loc::current()) const;
+  Tensor clip(std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current()) const;
+  Tensor clip(const Tensor& lo, const Tensor& hi, Loc loc = Loc::current()) const;
+  Tensor isnan(Loc loc = Loc::current()) const;
 
   /// Internal: the shared node (frontend implementation files only).
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
@@ -893,5 +934,105 @@ Tensor complex(const Tensor& re, Loc loc = Loc::current());
 /// numpy.angle: the argument of each element in (-pi, pi], as f32 for c64 (0 or pi for real
 /// tensors, as f32 or f64). Signed zeros are not told apart: angle(-1 - 0i) is pi.
 Tensor angle(const Tensor& z, Loc loc = Loc::current());
+
+// ---- numpy logic, cleaning and math (src/frontend/ops_numpy.cpp)
+// Compositions of the element-wise ops, reductions and `where` above: no IR op of their own, so
+// both backends and autodiff follow from those ops. Float-only functions compute integer and bool
+// inputs in f32; every function rejects c64 operands (an rlx::Error naming it). Where they differ
+// from numpy is in docs/semantics.md ("numpy logic, cleaning and math").
+/// numpy.any / numpy.all over axes (as sum; {} = every axis): whether any / every element is
+/// truthy (nonzero; NaN is truthy); bool. Over no elements any is false and all is true.
+Tensor any(const Tensor& x, Dims axes = {}, bool keepdims = false, Loc loc = Loc::current());
+Tensor all(const Tensor& x, Dims axes = {}, bool keepdims = false, Loc loc = Loc::current());
+/// Bool tests of each element; integers and bools are never NaN or infinite.
+Tensor isnan(const Tensor& x, Loc loc = Loc::current());
+Tensor isinf(const Tensor& x, Loc loc = Loc::current());
+Tensor isfinite(const Tensor& x, Loc loc = Loc::current());
+/// NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's max / lowest, as numpy);
+/// integer and bool tensors are returned unchanged.
+Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                  std::optional<double> neginf = std::nullopt, Loc loc = Loc::current());
+/// numpy.clip: clamp with scalar bounds (a missing one is open), or minimum(maximum(x, lo), hi)
+/// with tensor bounds that broadcast (the result promotes with them).
+Tensor clip(const Tensor& x, std::optional<double> lo, std::optional<double> hi,
+            Loc loc = Loc::current());
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi, Loc loc = Loc::current());
+/// numpy.concatenate: concat.
+Tensor concatenate(std::span<const Tensor> xs, int64_t axis = 0, Loc loc = Loc::current());
+Tensor concatenate(std::initializer_list<Tensor> xs, int64_t axis = 0, Loc loc = Loc::current());
+#define RLX_NUMPY_BINARY(FN)                                                                       \
+  Tensor FN(const Tensor& a, const Tensor& b, Loc loc = Loc::current());                           \
+  Tensor FN(const Tensor& a, Number b, Loc loc = Loc::current());                                  \
+  Tensor FN(Number a, const Tensor& b, Loc loc = Loc::current());
+/// numpy.power and numpy.true_divide: pow and div.
+RLX_NUMPY_BINARY(power)
+RLX_NUMPY_BINARY(true_divide)
+/// sqrt(a^2 + b^2) without overflow or underflow; inf when either is infinite (also with NaN).
+RLX_NUMPY_BINARY(hypot)
+/// The angle of (b, a) in [-pi, pi], numpy's quadrant rules with signed zeros and infinities.
+RLX_NUMPY_BINARY(arctan2)
+/// Python's floor division and remainder (the remainder has the divisor's sign; numpy's divmod
+/// algorithm for floats; integers divide exactly, and by zero give 0). `mod` is `remainder`;
+/// the C-truncating remainder is `fmod`.
+RLX_NUMPY_BINARY(floor_divide)
+RLX_NUMPY_BINARY(remainder)
+RLX_NUMPY_BINARY(mod)
+/// |a| with b's sign bit (float result).
+RLX_NUMPY_BINARY(copysign)
+/// log(exp(a) + exp(b)), computed stably.
+RLX_NUMPY_BINARY(logaddexp)
+/// Exclusive or of truthiness (bool).
+RLX_NUMPY_BINARY(logical_xor)
+#undef RLX_NUMPY_BINARY
+#define RLX_NUMPY_UNARY(FN) Tensor FN(const Tensor& x, Loc loc = Loc::current());
+/// x * x in x's dtype.
+RLX_NUMPY_UNARY(square)
+RLX_NUMPY_UNARY(log2)
+RLX_NUMPY_UNARY(log10)
+RLX_NUMPY_UNARY(exp2)
+RLX_NUMPY_UNARY(sinh)
+RLX_NUMPY_UNARY(cosh)
+RLX_NUMPY_UNARY(arcsin)
+RLX_NUMPY_UNARY(arccos)
+RLX_NUMPY_UNARY(arctan)
+RLX_NUMPY_UNARY(arcsinh)
+RLX_NUMPY_UNARY(arccosh)
+RLX_NUMPY_UNARY(arctanh)
+RLX_NUMPY_UNARY(deg2rad)
+RLX_NUMPY_UNARY(rad2deg)
+/// Whether the sign bit is set (bool): true for -0.0; NaN counts as positive.
+RLX_NUMPY_UNARY(signbit)
+/// PyTorch activations.
+RLX_NUMPY_UNARY(selu)
+RLX_NUMPY_UNARY(relu6)
+RLX_NUMPY_UNARY(tanhshrink)
+/// hard_swish and log_sigmoid under PyTorch's names.
+RLX_NUMPY_UNARY(hardswish)
+RLX_NUMPY_UNARY(logsigmoid)
+#undef RLX_NUMPY_UNARY
+/// numpy.isclose: |a - b| <= atol + rtol |b| for finite values, a == b otherwise, and NaN with
+/// NaN when equal_nan; computed in the float dtype of the promoted operands; bool.
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false, Loc loc = Loc::current());
+/// all(isclose(...)) as a C++ bool: materializes (not usable on traced values inside rlx::jit).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false, Loc loc = Loc::current());
+/// Vector norm over axes ({} = every axis, as torch.linalg.vector_norm): ord inf / -inf is
+/// max / min |x|, 0 counts nonzeros, p > 0 or < 0 is (sum |x|^p)^(1/p); float result.
+Tensor norm(const Tensor& x, double ord = 2, Dims axes = {}, bool keepdims = false,
+            Loc loc = Loc::current());
+/// torch.nn.functional: celu, hardtanh, softshrink, hardshrink, threshold, glu (halves of
+/// `axis`: a * sigmoid(b)), prelu (weight: one value, or one per channel, axis 1), softmin,
+/// softplus with beta and threshold (x where beta x > threshold).
+Tensor celu(const Tensor& x, double alpha = 1.0, Loc loc = Loc::current());
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0,
+                Loc loc = Loc::current());
+Tensor softshrink(const Tensor& x, double lambd = 0.5, Loc loc = Loc::current());
+Tensor hardshrink(const Tensor& x, double lambd = 0.5, Loc loc = Loc::current());
+Tensor threshold(const Tensor& x, double threshold, double value, Loc loc = Loc::current());
+Tensor glu(const Tensor& x, int64_t axis = -1, Loc loc = Loc::current());
+Tensor prelu(const Tensor& x, const Tensor& weight, Loc loc = Loc::current());
+Tensor softmin(const Tensor& x, int64_t axis = -1, Loc loc = Loc::current());
+Tensor softplus(const Tensor& x, double beta, double threshold = 20.0, Loc loc = Loc::current());
 
 } // namespace rlx

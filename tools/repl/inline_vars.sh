@@ -3,7 +3,7 @@
 # Writes OUTPUT, a C++ file that ODR-uses every namespace-scope inline variable of namespace rlx
 # that the prelude declares, so that rlx-repl defines and exports them: clang 19's incremental
 # code generation never emits an inline variable that comes from the PCH, and a cell taking one
-# by reference (`x.index({rlx::all, 0})`) would not link. The list comes from clang's own AST
+# by reference (`x.index({rlx::_, 0})`) would not link. The list comes from clang's own AST
 # of the prelude (-ast-dump with a filter), so a variable added to any header is found.
 set -euo pipefail
 clangxx=$1 prelude=$(realpath "$2") output=$3 depfile=$4
