@@ -16,6 +16,8 @@
 #include "rlx/jit.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
+#include "rlx/optim.hpp"
+#include "rlx/pytree.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"
