@@ -102,8 +102,10 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     if (!args[i].defined())
       check_defined(args[i], "rlx::jit argument " + std::to_string(i), st.loc);
   // Inside another trace (of rlx::jit or a transform): trace through, so the outer trace
-  // compiles the whole thing and values the function captures from it stay traced.
-  if (in_trace()) return body(args);
+  // compiles the whole thing and values the function captures from it stay traced. Inside its
+  // own trace with untraced arguments it would recurse forever: lock_build reports that.
+  bool traced_arg = std::ranges::any_of(args, [](const Tensor& a) { return a.is_traced(); });
+  if (traced_arg || (in_trace() && !st.build_mu.held_by_this_thread())) return body(args);
 
   // The arguments' buffers (computing pending arguments first), read under one lock: a cached
   // call's whole overhead is a few hundred nanoseconds, so every lock and allocation shows.

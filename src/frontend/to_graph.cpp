@@ -13,7 +13,7 @@ namespace rlx::detail {
 
 ExtractedGraph to_graph(std::span<const std::shared_ptr<TensorImpl>> roots,
                         const GraphPolicy& policy) {
-  ExtractedGraph ex{ir::Graph(policy.name), {}, {}};
+  ExtractedGraph ex{ir::Graph(policy.name), {}, {}, {}};
   ir::Graph& g = ex.graph;
   std::unordered_map<const TensorImpl*, ir::NodeId> ids;
   for (std::size_t i = 0; i < policy.args.size(); ++i) {
