@@ -6,13 +6,18 @@
 // A signature is the arguments' dtypes, ranks and static sizes; sizes named in
 // JitOptions::dynamic_dims are symbols instead, so one trace serves every size: each new binding
 // is specialized with Graph::bind and compiled once (a binding seen before is a cache hit).
-// Scalars and tensors captured by the function are baked into the trace. Reading a traced value
+// Arguments are pytrees (rlx/pytree.hpp): their Tensor leaves are traced, in order (a DynamicDim's
+// `arg` counts those leaves), and their static values (numbers, strings, enums, sizes) are part of
+// the signature, so a new value traces again. Results are pytrees of Tensors. Called inside
+// another trace (rlx::jit, grad, vmap...), a jitted function is inlined into it. Scalars and
+// tensors captured by the function are baked into the trace. Reading a traced value
 // on the host (item, to_vector, data) inside the function is an rlx::Error naming the line.
 // Traces are per thread; the compiled cache is shared and safe to call from many threads. A
 // jitted function that calls itself inside its own trace (with untraced arguments) is an
 // rlx::Error naming the line of rlx::jit, not a deadlock.
 #pragma once
 
+#include "rlx/pytree.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"
 
@@ -69,8 +74,12 @@ public:
   JitCore(JitOptions options, Loc loc);
   ~JitCore();
   using Body = TraceBody;
-  /// Run `body` through the cache for these arguments; returns the flattened outputs.
-  std::vector<Tensor> call(std::span<const Tensor> args, const Body& body);
+  /// Run `body` through the cache for these arguments (the Tensor leaves of the call) and
+  /// `static_key` (the rest of the call's structure: a new key traces again); returns the
+  /// flattened outputs. `structure` is the body's: set by the body when it runs, kept with the
+  /// trace and handed back on the calls that replay it.
+  std::vector<Tensor> call(std::span<const Tensor> args, const Body& body,
+                           std::string_view static_key, std::shared_ptr<const void>& structure);
   JitStats stats() const;
   /// The traced (symbolic) graph of the most recent signature, for inspection.
   std::optional<ir::Graph> last_graph() const;
@@ -80,50 +89,93 @@ private:
   std::unique_ptr<State> state_;
 };
 
-/// Flatten a traced function's result into tensors and back: Tensor, std::vector<Tensor>,
-/// std::pair / std::tuple of Tensors.
-template <class R> struct Outputs;
-template <> struct Outputs<Tensor> {
-  static std::vector<Tensor> flatten(Tensor t) { return {std::move(t)}; }
-  static Tensor unflatten(std::vector<Tensor> v) { return std::move(v.at(0)); }
-};
-template <> struct Outputs<std::vector<Tensor>> {
-  static std::vector<Tensor> flatten(std::vector<Tensor> v) { return v; }
-  static std::vector<Tensor> unflatten(std::vector<Tensor> v) { return v; }
-};
-template <class... Ts> struct Outputs<std::tuple<Ts...>> {
-  static_assert((std::is_same_v<Ts, Tensor> && ...), "rlx::jit: tuples must hold Tensors");
-  static std::vector<Tensor> flatten(std::tuple<Ts...> t) {
-    return std::apply([](auto&&... x) { return std::vector<Tensor>{std::move(x)...}; },
-                      std::move(t));
-  }
-  static std::tuple<Ts...> unflatten(std::vector<Tensor> v) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::tuple<Ts...>{std::move(v.at(I))...};
-    }(std::index_sequence_for<Ts...>{});
-  }
-};
-template <class A, class B> struct Outputs<std::pair<A, B>> {
-  static std::vector<Tensor> flatten(std::pair<A, B> p) {
-    return {std::move(p.first), std::move(p.second)};
-  }
-  static std::pair<A, B> unflatten(std::vector<Tensor> v) {
-    return {std::move(v.at(0)), std::move(v.at(1))};
-  }
+template <class...> inline constexpr bool always_false = false;
+
+/// The arguments of one call of a transformed function: the Tensor leaves of the traced ones.
+template <class... A> struct ArgTrees {
+  std::tuple<const A&...> args;
+  std::array<bool, sizeof...(A)> traced{};
+  std::vector<Tensor> leaves{};
+  /// Argument i's leaves are leaves[offset[i], offset[i + 1]).
+  std::array<std::size_t, sizeof...(A) + 1> offset{};
 };
 
-template <class> using AsTensor = Tensor;
+template <class... A>
+ArgTrees<A...> flatten_args(const std::array<bool, sizeof...(A)>& traced, const A&... args) {
+  ArgTrees<A...> t{std::tuple<const A&...>(args...), traced};
+  std::size_t i = 0;
+  (
+      [&](const auto& a) {
+        t.offset[i] = t.leaves.size();
+        if (traced[i]) PyTree<std::remove_cvref_t<decltype(a)>>::flatten(a, t.leaves);
+        ++i;
+      }(args),
+      ...);
+  t.offset[sizeof...(A)] = t.leaves.size();
+  return t;
+}
+
+template <class... A> std::array<bool, sizeof...(A)> all_traced() {
+  std::array<bool, sizeof...(A)> t{};
+  t.fill(true);
+  return t;
+}
+
+/// The structure of every argument (the part of a call that is not Tensor data).
+template <class... A> std::string describe_args(const A&... args) {
+  std::string key;
+  (PyTree<A>::describe(args, key), ...);
+  return key;
+}
+
+template <class A> A rebuild_arg(const A& like, bool traced, const Tensor*& it) {
+  return traced ? PyTree<A>::unflatten(like, it) : like;
+}
+
+/// What F returns for these arguments.
+template <class F, class... A>
+using ResultOf = std::remove_cvref_t<std::invoke_result_t<const F&, A&...>>;
+
+/// f called with the traced arguments rebuilt around the placeholders `ph` (in leaf order) and
+/// the others as given.
+template <class F, class... A>
+ResultOf<F, A...> call_on(const F& f, const ArgTrees<A...>& a, std::span<const Tensor> ph) {
+  const Tensor* it = ph.data();
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    // A braced list evaluates in order: the arguments take their leaves in order.
+    std::tuple<A...> rebuilt{rebuild_arg<A>(std::get<I>(a.args), a.traced[I], it)...};
+    return std::apply(f, rebuilt);
+  }(std::index_sequence_for<A...>{});
+}
+
+/// `tree` with undefined Tensors: its structure, holding no data.
+template <class R> R blank_tree(const R& tree) {
+  std::vector<Tensor> blanks(tree_leaves(tree).size());
+  const Tensor* it = blanks.data();
+  return PyTree<R>::unflatten(tree, it);
+}
+
+/// Compile-time checks shared by the transforms: messages name the transform.
+template <class F, class... A> constexpr bool check_call() {
+  static_assert((IsPyTree<A> && ...),
+                "rlx transforms: every argument must be a pytree: a Tensor, a static value (a "
+                "number, bool, enum or std::string), a std::vector / std::array / std::tuple / "
+                "std::pair / std::optional / std::map<std::string, T> of pytrees, or a struct "
+                "described with RLX_PYTREE");
+  static_assert(std::is_invocable_v<const F&, A&...>,
+                "rlx transforms: the function cannot be called with these arguments");
+  return (IsPyTree<A> && ...) && std::is_invocable_v<const F&, A&...>;
+}
+template <class R> constexpr bool check_tensor_result() {
+  static_assert(IsPyTree<R> && !IsStaticLeaf<R>,
+                "rlx::jit / vmap / jvp / vjp: the function must return Tensors (a Tensor or a "
+                "pytree holding Tensors), not a number or another non-Tensor value; compute the "
+                "result as a Tensor");
+  return IsPyTree<R> && !IsStaticLeaf<R>;
+}
 
 /// `x`, as an expression whose type depends on T (delays a template's use of incomplete types).
 template <class T, class X> const X& dependent_on(const X& x) { return x; }
-
-/// Whether F can be called with one Tensor per argument type A (each convertible to Tensor).
-template <class F, class... A>
-concept CallableOnTensors =
-    (std::convertible_to<const A&, Tensor> && ...) && std::is_invocable_v<const F&, AsTensor<A>...>;
-/// What F returns when called so.
-template <class F, class... A>
-using TensorResult = std::remove_cvref_t<std::invoke_result_t<const F&, AsTensor<A>...>>;
 
 } // namespace detail
 
@@ -133,17 +185,30 @@ public:
   Jitted(F f, JitOptions options, Loc loc = Loc::current())
       : f_(std::move(f)), core_(std::make_shared<detail::JitCore>(std::move(options), loc)) {}
 
-  template <class... A>
-    requires detail::CallableOnTensors<F, A...>
-  auto operator()(const A&... args) const {
-    using R = detail::TensorResult<F, A...>;
-    std::array<Tensor, sizeof...(A)> in{Tensor(args)...};
-    auto body = [this](std::span<const Tensor> ph) {
-      return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return detail::Outputs<R>::flatten(f_(detail::AsTensor<A>(ph[I])...));
-      }(std::index_sequence_for<A...>{});
-    };
-    return detail::Outputs<R>::unflatten(core_->call(in, body));
+  /// Any pytree arguments: their Tensors are traced, their static values (numbers, strings,
+  /// enums, container sizes) are part of the cache key, so a new value traces again.
+  template <class... A> auto operator()(const A&... args) const {
+    if constexpr (!detail::check_call<F, A...>()) {
+      return;
+    } else {
+      using R = detail::ResultOf<F, A...>;
+      if constexpr (!detail::check_tensor_result<R>()) {
+        return;
+      } else {
+        detail::ArgTrees<A...> trees = detail::flatten_args(detail::all_traced<A...>(), args...);
+        std::string key;
+        if constexpr (!(std::is_same_v<A, Tensor> && ...)) key = detail::describe_args(args...);
+        std::shared_ptr<const void> structure;
+        detail::TraceBody body = [&](std::span<const Tensor> ph) {
+          R r = detail::call_on(f_, trees, ph);
+          std::vector<Tensor> flat = tree_leaves(r);
+          structure = std::make_shared<const R>(detail::blank_tree(r));
+          return flat;
+        };
+        std::vector<Tensor> out = core_->call(trees.leaves, body, key, structure);
+        return tree_unflatten(*static_cast<const R*>(structure.get()), out);
+      }
+    }
   }
 
   JitStats stats() const { return core_->stats(); }
@@ -158,7 +223,7 @@ private:
   std::shared_ptr<detail::JitCore> core_;
 };
 
-/// Trace `f` (a function of Tensors returning a Tensor, a vector, pair or tuple of Tensors).
+/// Trace `f` (a function of pytrees returning a pytree of Tensors).
 template <class F>
 Jitted<std::decay_t<F>> jit(F&& f, JitOptions options = {}, Loc loc = Loc::current()) {
   return Jitted<std::decay_t<F>>(std::forward<F>(f), std::move(options), loc);

@@ -18,6 +18,8 @@
 #include "rlx/linalg.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
+#include "rlx/optim.hpp"
+#include "rlx/pytree.hpp"
 #include "rlx/random.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"

@@ -296,8 +296,16 @@ public:
                int64_t step = 1, Loc loc = Loc::current()) const;
   /// numpy basic indexing: x.index({1, rlx::Slice{0, 4, 2}, rlx::newaxis}).
   Tensor index(std::vector<TensorIndex> indices, Loc loc = Loc::current()) const;
-  /// x[i]: the sub-tensor at index i of axis 0 (negative counts from the end).
-  Tensor operator[](int64_t i) const;
+  /// x[i]: the sub-tensor at index i of axis 0 (negative counts from the end). operator[] takes
+  /// one argument, so the index carries the caller's line (captured where it converts).
+  struct AxisIndex {
+    int64_t i;
+    Loc loc;
+    template <std::integral I>
+    AxisIndex(I index, Loc l = Loc::current()) // NOLINT: implicit
+        : i(int64_t(index)), loc(l) {}
+  };
+  Tensor operator[](AxisIndex i) const;
   /// Broadcast to sizes (numpy.broadcast_to; -1 keeps an axis).
   Tensor expand(Dims sizes, Loc loc = Loc::current()) const;
   /// Convert to another dtype (numpy's astype).

@@ -28,7 +28,7 @@ void check_args(std::span<const Tensor> args, std::string_view what, const Loc& 
 /// Trace body on placeholders of the given shapes.
 ExtractedGraph trace(std::span<const Shape> shapes, const TraceBody& body, std::string_view what,
                      const Loc& loc) {
-  return trace_graph(shapes, body, std::string(what), what, loc);
+  return trace_graph(shapes, body, std::string(what), what, loc, /*capture_outer=*/true);
 }
 
 /// The leaves every traced graph has: its arguments and the tensors it captured.
@@ -36,6 +36,10 @@ Leaves leaves_of(std::span<const Tensor> args, const ExtractedGraph& t) {
   Leaves leaves;
   for (std::size_t i = 0; i < args.size(); ++i) leaves["arg" + std::to_string(i)] = args[i];
   for (std::size_t j = 0; j < t.leaves.size(); ++j) {
+    if (j < t.outer.size() && t.outer[j]) { // a value of the enclosing trace
+      leaves["c" + std::to_string(j)] = Tensor(t.outer[j]);
+      continue;
+    }
     auto impl = std::make_shared<TensorImpl>();
     impl->shape = t.leaves[j]->shape();
     impl->buffer = t.leaves[j];
@@ -84,15 +88,31 @@ Tensor ones_like_shape(const Shape& s) {
 
 } // namespace
 
-std::vector<Tensor> grad_call(std::span<const Tensor> args, const TraceBody& body,
-                              std::span<const int> argnums, const Loc& loc) {
-  check_args(args, "grad", loc);
-  for (int k : argnums) {
-    if (k < 0 || std::size_t(k) >= args.size())
-      fail(ErrorKind::Value, "grad: argnum ", k, " is out of range for a function of ", args.size(),
+/// "argument 1" or "argument 1 (leaf 2)": a flat leaf index as the user's arguments number it.
+std::string leaf_name(std::size_t flat, std::span<const std::size_t> offsets) {
+  std::size_t arg = 0;
+  while (arg + 2 < offsets.size() && offsets[arg + 1] <= flat) ++arg;
+  bool one = offsets.size() > arg + 1 && offsets[arg + 1] - offsets[arg] == 1;
+  std::string s = "argument " + std::to_string(arg);
+  if (!one) s += " (leaf " + std::to_string(flat - offsets[arg]) + ")";
+  return s;
+}
+
+void check_argnums(std::span<const int> argnums, std::size_t n_args, const Loc& loc) {
+  for (int k : argnums)
+    if (k < 0 || std::size_t(k) >= n_args)
+      fail(ErrorKind::Value, "grad: argnum ", k, " is out of range for a function of ", n_args,
            " arguments", at_loc(loc));
+}
+
+std::vector<Tensor> grad_call(std::span<const Tensor> args, const TraceBody& body,
+                              std::span<const int> wrt_leaves, std::span<const std::size_t> offsets,
+                              const Loc& loc) {
+  check_args(args, "grad", loc);
+  for (int k : wrt_leaves) {
+    RLX_CHECK(k >= 0 && std::size_t(k) < args.size(), "grad: leaf ", k, " out of range");
     if (!ir::is_float(args[std::size_t(k)].dtype()))
-      fail(ErrorKind::Type, "grad: argument ", k, " is ",
+      fail(ErrorKind::Type, "grad: ", leaf_name(std::size_t(k), offsets), " is ",
            ir::short_str(args[std::size_t(k)].shape()),
            "; gradients are taken with respect to floating-point tensors", at_loc(loc));
   }
@@ -107,11 +127,73 @@ std::vector<Tensor> grad_call(std::span<const Tensor> args, const TraceBody& bod
          "grad: the function must return one floating-point element, it returned ",
          ir::short_str(ls), at_loc(loc));
   std::vector<ir::NodeId> wrt;
-  for (int k : argnums) wrt.push_back(*t.graph.input_id("arg" + std::to_string(k)));
+  for (int k : wrt_leaves) wrt.push_back(*t.graph.input_id("arg" + std::to_string(k)));
   ir::Graph gg = autodiff::grad_with_loss(t.graph, wrt);
   Leaves leaves = leaves_of(args, t);
   leaves["d_output"] = ones_like_shape(ls);
   return apply_graph(gg, leaves, loc);
+}
+
+struct VjpCore {
+  ir::Graph graph; // [outputs..., d/d float leaves...]
+  Leaves leaves;
+  std::vector<Shape> out_shapes;
+  std::vector<Tensor> args;       // the primals (for the zeros of non-float leaves)
+  std::vector<bool> is_float_arg; // per leaf
+};
+
+std::pair<std::vector<Tensor>, std::shared_ptr<const VjpCore>>
+vjp_call(std::span<const Tensor> args, const TraceBody& body, const Loc& loc) {
+  check_args(args, "vjp", loc);
+  std::vector<Shape> shapes = shapes_of(args);
+  ExtractedGraph t = trace(shapes, body, "vjp", loc);
+  auto core = std::make_shared<VjpCore>();
+  std::vector<ir::NodeId> wrt;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    core->args.push_back(args[i]);
+    core->is_float_arg.push_back(ir::is_float(args[i].dtype()));
+    if (core->is_float_arg.back()) wrt.push_back(*t.graph.input_id("arg" + std::to_string(i)));
+  }
+  for (ir::NodeId o : t.graph.outputs) core->out_shapes.push_back(t.graph.shape(o));
+  core->leaves = leaves_of(args, t);
+  std::vector<Tensor> outs = apply_graph(t.graph, core->leaves, loc);
+  core->graph = autodiff::vjp(t.graph, wrt);
+  return {std::move(outs), std::move(core)};
+}
+
+std::vector<Tensor> vjp_pull(const VjpCore& core, std::span<const Tensor> cotangents,
+                             const Loc& loc) {
+  if (cotangents.size() != core.out_shapes.size())
+    fail(ErrorKind::Value, "vjp: the pullback takes one cotangent per output (",
+         core.out_shapes.size(), "), it got ", cotangents.size(), at_loc(loc));
+  Leaves leaves = core.leaves;
+  for (std::size_t i = 0; i < cotangents.size(); ++i) {
+    check_defined(cotangents[i], "vjp cotangent " + std::to_string(i), loc);
+    if (cotangents[i].shape() != core.out_shapes[i])
+      fail(ErrorKind::Shape, "vjp: cotangent ", i, " is ", ir::short_str(cotangents[i].shape()),
+           " but output ", i, " is ", ir::short_str(core.out_shapes[i]), at_loc(loc));
+    leaves[cotangents.size() == 1 ? std::string("d_output") : "d_output_" + std::to_string(i)] =
+        cotangents[i];
+  }
+  std::vector<Tensor> r = apply_graph(core.graph, leaves, loc);
+  std::vector<Tensor> grads;
+  std::size_t next = core.out_shapes.size();
+  for (std::size_t i = 0; i < core.args.size(); ++i)
+    grads.push_back(core.is_float_arg[i] ? r[next++] : zeros_like(core.args[i], loc));
+  return grads;
+}
+
+Tensor move_axis_to_front(const Tensor& t, int64_t axis, const Loc& loc) {
+  int64_t r = t.ndim();
+  if (axis < -r || axis >= r)
+    fail(ErrorKind::Value, "vmap: in_axes ", axis, " is out of range for ",
+         ir::short_str(t.shape()), at_loc(loc));
+  if (axis < 0) axis += r;
+  if (axis == 0) return t;
+  Dims perm{axis};
+  for (int64_t i = 0; i < r; ++i)
+    if (i != axis) perm.push_back(i);
+  return t.permute(perm, loc);
 }
 
 std::vector<Tensor> jvp_call(std::span<const Tensor> primals, std::span<const Tensor> tangents,

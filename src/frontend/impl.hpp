@@ -112,6 +112,9 @@ struct GraphPolicy {
   uint64_t trace = 0;
   /// Computed values are Params "c<j>" (a trace's captures) instead of Inputs "in<j>" (eval).
   bool computed_as_params = false;
+  /// Values of an enclosing trace that is still recording (a transform's function captured
+  /// them) are Params "c<j>" too, with ExtractedGraph::outer holding them; otherwise an error.
+  bool outer_as_leaves = false;
   /// Outputs: the pending roots (each once) plus the pending values that handles outside the
   /// graph still hold, so shared work is computed once (eval). Otherwise: every root, in order.
   bool share_pending = false;
@@ -121,6 +124,8 @@ struct ExtractedGraph {
   ir::Graph graph;
   /// The computed values' buffers, in the order of their Input / Param nodes.
   std::vector<std::shared_ptr<const Buffer>> leaves;
+  /// With outer_as_leaves: per leaf, the enclosing trace's value (leaves[j] is then null).
+  std::vector<std::shared_ptr<TensorImpl>> outer;
   /// With share_pending: the values of graph.outputs.
   std::vector<std::shared_ptr<TensorImpl>> outputs;
 };
@@ -137,6 +142,8 @@ void materialize(std::span<const std::shared_ptr<TensorImpl>> roots, const Loc& 
 // ---- Tracing (per thread; src/frontend/trace.cpp)
 /// Whether trace `id` is being recorded on this thread.
 bool trace_active(uint64_t id);
+/// Whether any trace is being recorded on this thread.
+bool in_trace();
 /// Forget every trace of this thread (its frames were abandoned).
 void clear_traces() noexcept;
 /// Push a fresh trace id for the scope's lifetime.
@@ -155,8 +162,11 @@ private:
 /// Run `body` on placeholders of `shapes` in a fresh trace and return the graph of its outputs:
 /// Inputs "arg<i>" are the placeholders in order, Params "c<j>" the computed tensors the
 /// function captured (their buffers are the leaves). `what` names the caller in errors.
+/// `capture_outer`: values of enclosing traces the function uses become leaves
+/// (ExtractedGraph::outer) rather than an error (the transforms, which record their result into the
+/// enclosing trace).
 ExtractedGraph trace_graph(std::span<const Shape> shapes, const TraceBody& body, std::string name,
-                           std::string_view what, const Loc& loc);
+                           std::string_view what, const Loc& loc, bool capture_outer = false);
 
 /// The error for reading a traced tensor's data on the host (`what` is item, to_vector...).
 [[noreturn]] void fail_traced_read(const Tensor& t, std::string_view what, const Loc& loc);

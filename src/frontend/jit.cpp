@@ -34,6 +34,7 @@ struct Entry {
   std::vector<uint32_t> symbols;                       // the dynamic symbols, in order
   std::shared_ptr<const SymbolicExecutable> symbolic;  // when symbols is not empty
   std::map<std::vector<int64_t>, std::shared_ptr<const Executable>> executables;
+  std::shared_ptr<const void> structure; // the body's output structure (rlx/jit.hpp)
 };
 
 } // namespace
@@ -51,6 +52,7 @@ struct JitCore::State {
   // its own, held for a few loads and never across user code (cheaper than the build lock).
   std::mutex fast_mu;
   std::vector<int64_t> fast_shapes;
+  std::string fast_key;
   std::shared_ptr<Entry> fast_entry;
   std::shared_ptr<const Executable> fast_exe;
   // Counted on every call without a lock; the rest of the stats under stats_mu.
@@ -91,15 +93,19 @@ std::optional<ir::Graph> JitCore::last_graph() const {
   return state_->last->graph;
 }
 
-std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body) {
+std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body,
+                                  std::string_view static_key,
+                                  std::shared_ptr<const void>& structure) {
   State& st = *state_;
   st.calls.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < args.size(); ++i) // the message is built only for a failure
     if (!args[i].defined())
       check_defined(args[i], "rlx::jit argument " + std::to_string(i), st.loc);
-  // Inside another trace: trace through (the outer jit compiles the whole thing).
-  for (const Tensor& a : args)
-    if (a.is_traced()) return body(args);
+  // Inside another trace (of rlx::jit or a transform): trace through, so the outer trace
+  // compiles the whole thing and values the function captures from it stay traced. Inside its
+  // own trace with untraced arguments it would recurse forever: lock_build reports that.
+  bool traced_arg = std::ranges::any_of(args, [](const Tensor& a) { return a.is_traced(); });
+  if (traced_arg || (in_trace() && !st.build_mu.held_by_this_thread())) return body(args);
 
   // The arguments' buffers (computing pending arguments first), read under one lock: a cached
   // call's whole overhead is a few hundred nanoseconds, so every lock and allocation shows.
@@ -151,7 +157,8 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
       sizes_by_symbol.emplace_back(sym, size);
       s = s.with_dim(axis, ir::Dim::dynamic(sym));
     }
-    std::string key;
+    std::string key(static_key);
+    key += "|";
     for (const Shape& s : shapes) key += ir::short_str(s) + ";";
 
     {
@@ -164,6 +171,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
         e->graph = std::move(t.graph);
         e->captured = std::move(t.leaves);
         e->symbols = e->graph.dynamic_symbols();
+        e->structure = structure;
         it = st.entries.emplace(key, std::move(e)).first;
         std::lock_guard slock(st.stats_mu);
         ++st.stats.traces;
@@ -210,7 +218,8 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
   };
   {
     std::lock_guard lock(st.fast_mu);
-    if (st.fast_exe && std::ranges::equal(st.fast_shapes, exact.span())) {
+    if (st.fast_exe && std::ranges::equal(st.fast_shapes, exact.span()) &&
+        st.fast_key == static_key) {
       entry = st.fast_entry;
       exe = st.fast_exe;
     }
@@ -221,10 +230,12 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     resolve();
     std::lock_guard lock(st.fast_mu);
     st.fast_shapes.assign(exact.span().begin(), exact.span().end());
+    st.fast_key.assign(static_key);
     st.fast_entry = entry;
     st.fast_exe = exe;
   }
 
+  structure = entry->structure;
   for (const auto& c : entry->captured) leaves.push_back(c.get());
   std::vector<Buffer> results = run_executable(exe, leaves.span());
   std::vector<Tensor> outs;

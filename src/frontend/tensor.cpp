@@ -167,7 +167,7 @@ std::string Tensor::str(Loc loc) const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
-Tensor Tensor::operator[](int64_t i) const { return index({TensorIndex(i)}, Loc::current()); }
+Tensor Tensor::operator[](AxisIndex i) const { return index({TensorIndex(i.i)}, i.loc); }
 
 // ---- Files
 

@@ -13,7 +13,7 @@ namespace rlx::detail {
 
 ExtractedGraph to_graph(std::span<const std::shared_ptr<TensorImpl>> roots,
                         const GraphPolicy& policy) {
-  ExtractedGraph ex{ir::Graph(policy.name), {}, {}};
+  ExtractedGraph ex{ir::Graph(policy.name), {}, {}, {}};
   ir::Graph& g = ex.graph;
   std::unordered_map<const TensorImpl*, ir::NodeId> ids;
   for (std::size_t i = 0; i < policy.args.size(); ++i) {
@@ -25,11 +25,26 @@ ExtractedGraph to_graph(std::span<const std::shared_ptr<TensorImpl>> roots,
   std::unordered_map<const TensorImpl*, std::shared_ptr<TensorImpl>> handle;
   std::vector<TensorImpl*> pending_order;
   std::vector<std::pair<TensorImpl*, std::size_t>> stack; // (value, next input to visit)
+  // A value of an enclosing trace (policy.outer_as_leaves): a leaf held by handle.
+  auto is_outer = [&](const TensorImpl* impl) {
+    return policy.outer_as_leaves && impl->trace != 0 && impl->trace != policy.trace &&
+           trace_active(impl->trace);
+  };
+  std::unordered_map<const TensorImpl*, std::shared_ptr<TensorImpl>> outer_handle;
   for (const auto& root : roots) {
+    if (is_outer(root.get())) outer_handle.emplace(root.get(), root);
     stack.emplace_back(root.get(), 0);
     while (!stack.empty()) {
       auto& [impl, next] = stack.back();
       if (ids.count(impl)) {
+        stack.pop_back();
+        continue;
+      }
+      if (is_outer(impl)) {
+        ids[impl] = g.param("c" + std::to_string(ex.leaves.size()), impl->shape);
+        ex.leaves.push_back(nullptr);
+        ex.outer.resize(ex.leaves.size());
+        ex.outer.back() = outer_handle.at(impl);
         stack.pop_back();
         continue;
       }
@@ -49,6 +64,7 @@ ExtractedGraph to_graph(std::span<const std::shared_ptr<TensorImpl>> roots,
       if (next < impl->inputs.size()) {
         const std::shared_ptr<TensorImpl>& in = impl->inputs[next++];
         if (policy.share_pending && !handle.count(in.get())) handle.emplace(in.get(), in);
+        if (is_outer(in.get())) outer_handle.emplace(in.get(), in);
         if (!ids.count(in.get())) stack.emplace_back(in.get(), 0);
         continue;
       }

@@ -35,6 +35,8 @@ bool trace_active(uint64_t id) {
 
 void clear_traces() noexcept { t_traces.clear(); }
 
+bool in_trace() { return !t_traces.empty(); }
+
 TraceScope::TraceScope() : id_(g_next_trace.fetch_add(1)) { t_traces.push_back(id_); }
 TraceScope::~TraceScope() {
   // Its own id (the innermost, unless clear_traces() ran for abandoned frames since).
@@ -43,7 +45,7 @@ TraceScope::~TraceScope() {
 }
 
 ExtractedGraph trace_graph(std::span<const Shape> shapes, const TraceBody& body, std::string name,
-                           std::string_view what, const Loc& loc) {
+                           std::string_view what, const Loc& loc, bool capture_outer) {
   TraceScope scope;
   std::vector<Tensor> placeholders = make_placeholders(shapes, scope.id(), loc);
   std::vector<Tensor> outs = body(placeholders);
@@ -58,6 +60,7 @@ ExtractedGraph trace_graph(std::span<const Shape> shapes, const TraceBody& body,
   policy.args = placeholders;
   policy.trace = scope.id();
   policy.computed_as_params = true;
+  policy.outer_as_leaves = capture_outer;
   std::lock_guard lock(eval_mutex());
   return to_graph(roots, policy);
 }
