@@ -147,7 +147,8 @@ TEST_CASE("randint is uniform over [lo, hi) without modulo bias, in the asked dt
   // A range of 3 * 2^62 makes plain modulo visibly biased: its top third would be drawn half as
   // often as the rest. Counts of the three thirds must be equal.
   const int64_t lo = std::numeric_limits<int64_t>::min(), third = int64_t(1) << 62;
-  auto w = random::randint(29, lo, lo + 3 * third, {30000}).to_vector<int64_t>();
+  const int64_t hi = lo + third + third + third; // 3 * 2^62 alone would overflow
+  auto w = random::randint(29, lo, hi, {30000}).to_vector<int64_t>();
   std::vector<int64_t> thirds(3, 0);
   for (int64_t x : w) ++thirds[std::size_t((uint64_t(x) - uint64_t(lo)) / uint64_t(third))];
   CHECK(chi_square(thirds, {1.0 / 3, 1.0 / 3, 1.0 / 3}) < kChi2Df2);

@@ -120,15 +120,6 @@ Tensor fft_nd(const Tensor& x, Dims s, Dims axes, Norm norm, bool inverse, std::
   return out;
 }
 
-Tensor roll(const Tensor& x, int64_t axis, int64_t shift, const Loc& loc) {
-  int64_t len = x.size(axis, loc);
-  if (len == 0) return x;
-  shift = ((shift % len) + len) % len;
-  if (shift == 0) return x;
-  return concat({narrow(x, axis, len - shift, shift, loc), narrow(x, axis, 0, len - shift, loc)},
-                axis, loc);
-}
-
 Tensor shift(const Tensor& x, std::optional<Dims> axes, bool inverse, std::string_view what,
              const Loc& loc) {
   check_defined(x, what, loc);
@@ -140,7 +131,7 @@ Tensor shift(const Tensor& x, std::optional<Dims> axes, bool inverse, std::strin
   Tensor out = x;
   for (int64_t a : ax) {
     int64_t len = x.size(a, loc);
-    out = roll(out, a, inverse ? -(len / 2) : len / 2, loc);
+    out = rlx::roll(out, Dims{inverse ? -(len / 2) : len / 2}, Dims{a}, loc);
   }
   return out;
 }
