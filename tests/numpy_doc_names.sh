@@ -19,13 +19,23 @@ names=$(grep -v '^rlx::Tensor::' <<<"$qualified" || true)
 methods=$( (grep -oE '(^|[^A-Za-z0-9_:>])[a-z]?\.[A-Za-z_][A-Za-z0-9_]*\(' <<<"$rows" |
               sed -E 's/.*\.([A-Za-z_][A-Za-z0-9_]*)\(/\1/'
             grep '^rlx::Tensor::' <<<"$qualified" | sed 's/^rlx::Tensor:://') | sort -u || true)
+# rlx's namespaces, as the public headers declare them (`namespace rlx::linalg {`).
+namespaces=$(grep -rhoE '^namespace rlx(::[a-z_]+)+' "$(dirname "$doc")/../include/rlx" |
+             sed 's/^namespace //' | sort -u)
 {
   echo "// Generated from docs/numpy.md by tests/numpy_doc_names.sh: every rlx name its tables spell."
   echo "#include <rlx/all.hpp>"
   echo "#include <cstdio>"
   echo "namespace numpy_doc {"
   i=0 # one namespace per name, so names that differ only in their namespace do not collide
-  for n in $names; do echo "namespace n$i { using $n; }"; i=$((i + 1)); done
+  for n in $names; do
+    if grep -qxF "$n" <<<"$namespaces"; then # rlx::linalg: a namespace alias checks it
+      echo "namespace n$i = $n;"
+    else
+      echo "namespace n$i { using $n; }"
+    fi
+    i=$((i + 1))
+  done
   echo "struct Methods : rlx::Tensor {"
   for m in $methods; do echo "  using rlx::Tensor::$m;"; done
   echo "};"
