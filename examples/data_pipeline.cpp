@@ -48,7 +48,7 @@ int main() {
   std::printf("rows per class (y above its median): %s\n", rlx::bincount(above).str().c_str());
   Tensor mu = X.mean(0, true), sd = X.std(0, true);
   Tensor Z = (X - mu) / sd;
-  Tensor cov = rlx::einsum("ni,nj->ij", {Z, Z}) / float(m - 1);
+  Tensor cov = rlx::einsum("ni,nj->ij", {Z, Z}) / float(m); // sd has ddof 0 too
   std::printf("covariance of the standardized features:\n%s\n", cov.str().c_str());
 
   // ---- Shuffle, split 80/20, fit [Z, 1] c = y by least squares on the training rows.

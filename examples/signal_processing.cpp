@@ -57,12 +57,15 @@ int main() {
   const int64_t n_fft = 512, hop = 128;
   Tensor hann = rlx::fft::hann_window(n_fft);
   Tensor z = rlx::fft::stft(x, n_fft, hop, std::nullopt, hann);
+  // The first and last two frames reach into stft's reflect padding; the others are all tone.
   Tensor loudest = rlx::argmax(rlx::abs(z), 0); // [frames]
+  const int64_t frames = loudest.size(0);
   int64_t expected_bin = std::lround(f1 * double(n_fft) / fs);
-  double share = (loudest == expected_bin).astype(rlx::DType::F32).mean().item<float>();
+  Tensor inner = rlx::narrow(loudest, 0, 2, frames - 4);
+  double share = (inner == expected_bin).astype(rlx::DType::F32).mean().item<float>();
   Tensor back = rlx::fft::istft(z, n_fft, hop, std::nullopt, hann, true, false, std::nullopt, n);
   float err = rlx::max(rlx::abs(back - x)).item<float>();
-  std::printf("stft %s: bin %lld loudest in %.0f%% of frames; istft error %.2e\n",
+  std::printf("stft %s: bin %lld loudest in %.0f%% of the inner frames; istft error %.2e\n",
               rlx::ir::short_str(z.shape()).c_str(), (long long)expected_bin, 100 * share, err);
   ok = ok && share == 1.0 && err < 1e-4f;
   std::printf("%s\n", ok ? "ok" : "FAILED");
