@@ -252,28 +252,29 @@ std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t axis, bool keepdims, Loc
   return {v, i};
 }
 
-Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Loc loc) {
-  detail::check_defined(x, "take_along_axis", loc);
-  detail::check_defined(indices, "take_along_axis", loc);
-  check_index_dtype(indices, "take_along_axis", loc);
+namespace {
+/// take_along_axis and torch.gather: the element of x at indices along axis, the other axes
+/// broadcast (numpy's rule) or no larger than x's (torch's), through one flat take.
+Tensor gather_along(const Tensor& x, const Tensor& indices, int64_t axis, bool numpy_rule,
+                    const char* what, const Loc& loc) {
+  detail::check_defined(x, what, loc);
+  detail::check_defined(indices, what, loc);
+  check_index_dtype(indices, what, loc);
   if (x.ndim() == 0)
-    fail(ErrorKind::Value, "take_along_axis: needs a tensor of rank >= 1", detail::at_loc(loc));
-  int64_t a = norm_axis(axis, x.ndim(), "take_along_axis", x.shape(), loc);
+    fail(ErrorKind::Value, what, ": needs a tensor of rank >= 1", detail::at_loc(loc));
+  int64_t a = norm_axis(axis, x.ndim(), what, x.shape(), loc);
   Dims xs = x.sizes(loc);
-  Dims out = selected_sizes(xs, indices.sizes(loc), a, true, "take_along_axis", loc);
+  Dims out = selected_sizes(xs, indices.sizes(loc), a, numpy_rule, what, loc);
   return take_flat(x, flat_positions(xs, indices, out, a, loc), loc);
+}
+} // namespace
+
+Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Loc loc) {
+  return gather_along(x, indices, axis, true, "take_along_axis", loc);
 }
 
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index, Loc loc) {
-  detail::check_defined(x, "gather", loc);
-  detail::check_defined(index, "gather", loc);
-  check_index_dtype(index, "gather", loc);
-  if (x.ndim() == 0)
-    fail(ErrorKind::Value, "gather: needs a tensor of rank >= 1", detail::at_loc(loc));
-  int64_t a = norm_axis(axis, x.ndim(), "gather", x.shape(), loc);
-  Dims xs = x.sizes(loc);
-  Dims out = selected_sizes(xs, index.sizes(loc), a, false, "gather", loc);
-  return take_flat(x, flat_positions(xs, index, out, a, loc), loc);
+  return gather_along(x, index, axis, false, "gather", loc);
 }
 
 namespace {
