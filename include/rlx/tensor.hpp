@@ -5,7 +5,7 @@
 // when it is read (to_vector, item, data, printing, save_npy) or when rlx::eval is called. Every
 // entry point takes a trailing `Loc` that defaults to the caller's location: errors name the
 // user's line, also when they are found later, at materialization.
-//
+// Over 1,000 lines on purpose: the numpy-like API is this one header, one block per area.
 // This header names no Graph: recording ops with Graph builders (rlx::apply) and sub-graphs
 // (rlx::custom_fn) are in rlx/apply.hpp, so Tensor code does not parse the IR's internals.
 #pragma once

@@ -3,6 +3,8 @@
 // composed from existing Tensor ops: no new IR op kinds, so every kernel, JIT lowering and VJP
 // rule they need already exists. Index arithmetic the host knows (diagonals, repeat lists,
 // triangle masks) becomes small constant tensors; values the host does not know stay in the graph.
+// Past 1,000 lines because its functions share the index helpers at the top; einsum (its
+// largest part) is the piece to move to a file of its own when either grows.
 #include "frontend/impl.hpp"
 #include "frontend/ops.hpp"
 
