@@ -138,6 +138,19 @@ TEST_CASE("conv1d, conv2d and conv3d match torch with stride, dilation, groups, 
   }
 }
 
+TEST_CASE("conv padding spelled as an int, one per axis or per-side pairs agrees, and an unbatched "
+          "input gives the batched result's sample") {
+  Fixture fx(kSet, "conv_2d_basic"); // padding 1 on both sides of both axes
+  Tensor x = fx("x"), w = fx("w"), b = fx("b"), want = fx("want");
+  on_both_backends([&] {
+    for (const nn::ConvPadding& p :
+         {nn::ConvPadding(1), nn::ConvPadding{1, 1}, nn::ConvPadding::sides({{1, 1}, {1, 1}})})
+      expect_close(nn::conv2d(x, w, b, {.padding = p}), want, "padding");
+    Tensor x1 = rlx::narrow(x, 0, 1, 1).squeeze(0), want1 = rlx::narrow(want, 0, 1, 1).squeeze(0);
+    expect_close(nn::conv2d(x1, w, b, {.padding = 1}), want1, "unbatched");
+  });
+}
+
 TEST_CASE("conv_transpose1d/2d/3d match torch with output_padding, dilation, groups and bias, "
           "and their gradients") {
   auto names = cases("convt_");
