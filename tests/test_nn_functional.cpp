@@ -380,6 +380,42 @@ TEST_CASE("scaled_dot_product_attention matches torch's definition with grouped-
   }
 }
 
+TEST_CASE("multi_head_attention_forward matches torch with biases, bool and float masks and "
+          "per-head or averaged weights, with gradients") {
+  auto names = cases("mha_");
+  CHECK(names.size() == 3);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    Fixture fx(kSet, name);
+    int64_t heads = int_of(fx("p_heads"));
+    nn::MultiHeadAttentionOptions o{.average_attn_weights = int_of(fx("p_average")) != 0};
+    if (has(fx, "in_b")) o.in_proj_bias = fx("in_b");
+    if (has(fx, "out_b")) o.out_proj_bias = fx("out_b");
+    if (has(fx, "kpm")) o.key_padding_mask = fx("kpm");
+    if (has(fx, "attn")) o.attn_mask = fx("attn");
+    Tensor in_w = fx("in_w"), out_w = fx("out_w");
+    auto run = [&](const std::vector<Tensor>& in, const nn::MultiHeadAttentionOptions& opts) {
+      return nn::multi_head_attention_forward(in[0], in[1], in[2], heads, in_w, out_w, opts);
+    };
+    on_both_backends([&] {
+      check_case(fx, {"q", "k", "v"},
+                 [&](const std::vector<Tensor>& in) { return run(in, o).output; });
+      nn::MultiHeadAttentionResult r = run({fx("q"), fx("k"), fx("v")}, o);
+      REQUIRE(r.weights.has_value());
+      expect_close(*r.weights, fx("want_weights"), "weights");
+      if (has(fx, "kpm")) {
+        // A float key_padding_mask is added: -inf where the bool one leaves a key out.
+        nn::MultiHeadAttentionOptions f = o;
+        f.key_padding_mask = rlx::where(fx("kpm"), -INFINITY, rlx::zeros({1}, DType::F64));
+        f.need_weights = false;
+        nn::MultiHeadAttentionResult rf = run({fx("q"), fx("k"), fx("v")}, f);
+        CHECK_FALSE(rf.weights.has_value());
+        expect_close(rf.output, fx("want"), "float key_padding_mask");
+      }
+    });
+  }
+}
+
 TEST_CASE("the functional layers trace inside rlx::jit") {
   Fixture fx(kSet, "maxpool_2d_options");
   Tensor x = fx("x");
@@ -464,4 +500,26 @@ TEST_CASE("functional layers refuse bad shapes and options naming the function, 
                                                {.enable_gqa = true});
       },
       ErrorKind::Shape, "the same number of heads, dividing q's");
+  Tensor seq = rlx::ones({4, 2, 6});
+  check_error(
+      [&] {
+        (void)nn::multi_head_attention_forward(seq, seq, seq, 4, rlx::ones({18, 6}),
+                                               rlx::ones({6, 6}));
+      },
+      ErrorKind::Shape,
+      "multi_head_attention_forward: embed dim 6 does not split into "
+      "num_heads=4");
+  check_error(
+      [&] {
+        (void)nn::multi_head_attention_forward(seq, seq, seq, 2, rlx::ones({6, 6}),
+                                               rlx::ones({6, 6}));
+      },
+      ErrorKind::Shape, "in_proj_weight f32[6,6] must be [18, 6]");
+  check_error(
+      [&] {
+        (void)nn::multi_head_attention_forward(seq, seq, seq, 2, rlx::ones({18, 6}),
+                                               rlx::ones({6, 6}),
+                                               {.key_padding_mask = rlx::ones({4, 2})});
+      },
+      ErrorKind::Shape, "key_padding_mask f32[4,2] must be [2, 4]");
 }

@@ -289,4 +289,29 @@ struct SdpaOptions {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const SdpaOptions& opts = {}, Loc loc = Loc::current());
 
+struct MultiHeadAttentionOptions {
+  std::optional<Tensor> in_proj_bias = std::nullopt;  ///< [3E]
+  std::optional<Tensor> out_proj_bias = std::nullopt; ///< [E]
+  /// [N, S]: bool (true = ignore that key, torch's nn.MultiheadAttention convention) or float
+  /// (added to the scores).
+  std::optional<Tensor> key_padding_mask = std::nullopt;
+  /// [L, S] or [N*num_heads, L, S]: bool (true = not allowed) or float (added).
+  std::optional<Tensor> attn_mask = std::nullopt;
+  bool need_weights = true;
+  bool average_attn_weights = true; ///< weights [N, L, S] averaged over heads, else [N, H, L, S]
+};
+struct MultiHeadAttentionResult {
+  Tensor output;                 ///< [L, N, E]
+  std::optional<Tensor> weights; ///< when need_weights
+};
+/// torch.nn.functional.multi_head_attention_forward (what nn.MultiheadAttention runs) for the
+/// packed projection without bias_k / bias_v, add_zero_attn or dropout: query [L, N, E], key and
+/// value [S, N, E] (sequence first, as torch), in_proj_weight [3E, E], out_proj_weight [E, E].
+MultiHeadAttentionResult multi_head_attention_forward(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value, int64_t num_heads,
+                                                      const Tensor& in_proj_weight,
+                                                      const Tensor& out_proj_weight,
+                                                      const MultiHeadAttentionOptions& opts = {},
+                                                      Loc loc = Loc::current());
+
 } // namespace rlx::nn

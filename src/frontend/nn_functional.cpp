@@ -703,4 +703,80 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   return rlx::matmul(rlx::softmax(s, -1, loc), vv, loc);
 }
 
+MultiHeadAttentionResult multi_head_attention_forward(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value, int64_t num_heads,
+                                                      const Tensor& in_w, const Tensor& out_w,
+                                                      const MultiHeadAttentionOptions& o, Loc loc) {
+  constexpr std::string_view what = "multi_head_attention_forward";
+  check_float(query, "query", what, loc);
+  check_float(key, "key", what, loc);
+  check_float(value, "value", what, loc);
+  check_float(in_w, "in_proj_weight", what, loc);
+  check_float(out_w, "out_proj_weight", what, loc);
+  auto shapes = [&] {
+    return "query " + ir::short_str(query.shape()) + ", key " + ir::short_str(key.shape()) +
+           ", value " + ir::short_str(value.shape());
+  };
+  if (query.ndim() != 3 || key.ndim() != 3 || value.ndim() != 3 || key.sizes() != value.sizes() ||
+      key.size(1, loc) != query.size(1, loc) || key.size(2, loc) != query.size(2, loc))
+    fail(ErrorKind::Shape, what, ": needs query [L, N, E] and key, value [S, N, E], got ", shapes(),
+         at_loc(loc));
+  int64_t l = query.size(0, loc), n = query.size(1, loc), e = query.size(2, loc);
+  int64_t s = key.size(0, loc);
+  if (num_heads <= 0 || e % num_heads != 0)
+    fail(ErrorKind::Shape, what, ": embed dim ", e, " does not split into num_heads=", num_heads,
+         at_loc(loc));
+  if (in_w.sizes() != Dims{3 * e, e} || out_w.sizes() != Dims{e, e})
+    fail(ErrorKind::Shape, what, ": in_proj_weight ", ir::short_str(in_w.shape()), " must be [",
+         3 * e, ", ", e, "] and out_proj_weight ", ir::short_str(out_w.shape()), " [", e, ", ", e,
+         "]", at_loc(loc));
+  int64_t h = num_heads, d = e / num_heads;
+  auto bias_part = [&](int64_t i) -> std::optional<Tensor> {
+    if (!o.in_proj_bias) return std::nullopt;
+    return rlx::narrow(channel_vector(*o.in_proj_bias, 3 * e, "in_proj_bias", what, loc), 0, i * e,
+                       e, loc);
+  };
+  // Project, then split heads: [len, N, E] -> [N, H, len, D].
+  auto project = [&](const Tensor& x, int64_t i, int64_t len) {
+    Tensor y = rlx::matmul(x, rlx::narrow(in_w, 0, i * e, e, loc).transpose(loc), loc);
+    if (auto b = bias_part(i)) y = y + *b;
+    return y.reshape({len, n, h, d}, loc).permute({1, 2, 0, 3}, loc);
+  };
+  Tensor q = project(query, 0, l), k = project(key, 1, s), v = project(value, 2, s);
+  Tensor scores = rlx::matmul(q, k.transpose(-2, -1, loc), loc) * (1.0 / std::sqrt(double(d)));
+  const double inf = std::numeric_limits<double>::infinity();
+  // torch's MHA masks: a bool true marks a key to leave out (the opposite of sdpa's).
+  auto apply_mask = [&](const Tensor& sc, const Tensor& m, Dims sizes) {
+    Tensor mm = m.reshape(std::move(sizes), loc);
+    return m.dtype() == DType::Bool ? rlx::where(mm, -inf, sc, loc) : sc + mm.cast(sc.dtype(), loc);
+  };
+  if (o.attn_mask) {
+    rlx::detail::check_defined(*o.attn_mask, what, loc);
+    Dims ms = o.attn_mask->sizes();
+    if (ms == Dims{l, s})
+      scores = apply_mask(scores, *o.attn_mask, {l, s});
+    else if (ms == Dims{n * h, l, s})
+      scores = apply_mask(scores, *o.attn_mask, {n, h, l, s});
+    else
+      fail(ErrorKind::Shape, what, ": attn_mask ", ir::short_str(o.attn_mask->shape()),
+           " must be [", l, ", ", s, "] or [", n * h, ", ", l, ", ", s, "] for ", shapes(),
+           at_loc(loc));
+  }
+  if (o.key_padding_mask) {
+    rlx::detail::check_defined(*o.key_padding_mask, what, loc);
+    if (o.key_padding_mask->sizes() != Dims{n, s})
+      fail(ErrorKind::Shape, what, ": key_padding_mask ",
+           ir::short_str(o.key_padding_mask->shape()), " must be [", n, ", ", s, "] for ", shapes(),
+           at_loc(loc));
+    scores = apply_mask(scores, *o.key_padding_mask, {n, 1, 1, s});
+  }
+  Tensor weights = rlx::softmax(scores, -1, loc);
+  Tensor out = rlx::matmul(weights, v, loc).permute({2, 0, 1, 3}, loc).reshape({l, n, e}, loc);
+  out = rlx::matmul(out, out_w.transpose(loc), loc);
+  if (o.out_proj_bias) out = out + channel_vector(*o.out_proj_bias, e, "out_proj_bias", what, loc);
+  MultiHeadAttentionResult r{out, std::nullopt};
+  if (o.need_weights) r.weights = o.average_attn_weights ? weights.mean({1}, false, loc) : weights;
+  return r;
+}
+
 } // namespace rlx::nn
