@@ -11,7 +11,7 @@
 //
 // Functional layers (torch.nn.functional's convolutions, pooling, norms and attention, every
 // option of their signatures; src/frontend/nn_functional.cpp):
-//   Tensor y = rlx::nn::conv2d(x, w, b, {.stride = {2}, .padding = "same", .groups = 4});
+//   Tensor y = rlx::nn::conv2d(x, w, b, {.padding = "same", .dilation = {2}, .groups = 4});
 #pragma once
 
 #include "rlx/tensor.hpp"

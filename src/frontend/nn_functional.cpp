@@ -1,5 +1,6 @@
-// src/frontend/nn_functional.cpp -- torch.nn.functional's convolutions, pooling, norms and
-// scaled_dot_product_attention on Tensors (rlx/nn.hpp), with every option of torch's signatures.
+// src/frontend/nn_functional.cpp -- torch.nn.functional's convolutions, pooling, norms,
+// scaled_dot_product_attention and multi_head_attention_forward on Tensors (rlx/nn.hpp), with
+// every option of torch's signatures.
 //
 // Convolutions lower onto the Conv primitives (conv1d as conv2d over a unit axis; asymmetric
 // padding as an explicit zero pad). Pooling is composed: one strided slice of the padded input
