@@ -232,7 +232,8 @@ TEST_CASE("average pooling matches torch with count_include_pad, divisor_overrid
   }
 }
 
-TEST_CASE("adaptive average and max pooling match torch on uneven and overlapping cells") {
+TEST_CASE("adaptive average and max pooling match torch on uneven and overlapping cells, with "
+          "torch's indices for max") {
   auto names = cases("adaptive_");
   CHECK(names.size() == 4);
   for (const auto& name : names) {
@@ -248,6 +249,11 @@ TEST_CASE("adaptive average and max pooling match torch on uneven and overlappin
                         : nn::adaptive_avg_pool1d(in[0], out[0]);
         return is_max ? nn::adaptive_max_pool2d(in[0], out) : nn::adaptive_avg_pool2d(in[0], out);
       });
+      if (!is_max) return;
+      nn::PoolWithIndices r = sp == 1 ? nn::adaptive_max_pool1d_with_indices(fx("x"), out[0])
+                                      : nn::adaptive_max_pool2d_with_indices(fx("x"), out);
+      expect_close(r.values, fx("want"), "values");
+      expect_close(r.indices, fx("want_idx"), "indices");
     });
   }
 }

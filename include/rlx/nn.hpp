@@ -227,6 +227,11 @@ Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size, Loc loc = Loc::
 Tensor adaptive_avg_pool2d(const Tensor& x, Dims output_size, Loc loc = Loc::current());
 Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size, Loc loc = Loc::current());
 Tensor adaptive_max_pool2d(const Tensor& x, Dims output_size, Loc loc = Loc::current());
+/// The adaptive max pools with torch's return_indices=True: flat indices within each input plane.
+PoolWithIndices adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size,
+                                                 Loc loc = Loc::current());
+PoolWithIndices adaptive_max_pool2d_with_indices(const Tensor& x, Dims output_size,
+                                                 Loc loc = Loc::current());
 
 /// A norm's output and the running statistics after it: torch updates running_mean /
 /// running_var in place; rlx returns the updated values (the ones passed in when nothing was

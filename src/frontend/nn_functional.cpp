@@ -421,6 +421,47 @@ Tensor adaptive_nd(std::size_t sp, const Tensor& x0, const Dims& output_size, bo
   return unbatch(x, batched, loc);
 }
 
+/// Adaptive max pooling with indices: one cell at a time (the index needs the whole window, so
+/// the separable form does not serve), each cell's argmax mapped through a table of flat offsets.
+PoolWithIndices adaptive_max_indexed(std::size_t sp, const Tensor& x0, const Dims& output_size,
+                                     std::string_view what, const Loc& loc) {
+  bool batched = true;
+  Tensor x = batch_of(x0, sp, batched, what, loc);
+  check_float(x, "input", what, loc);
+  Dims out = per_axis(output_size, sp, "output_size", what, loc);
+  check_positive(out, "output_size", what, loc);
+  int64_t h = sp == 2 ? x.size(2, loc) : 1, w = x.size(int64_t(sp + 1), loc);
+  if (h == 0 || w == 0)
+    fail(ErrorKind::Shape, what, ": input ", ir::short_str(x.shape()), " has an empty axis",
+         at_loc(loc));
+  int64_t oh = sp == 2 ? out[0] : 1, ow = out[sp - 1];
+  Tensor xs = sp == 2 ? x : x.unsqueeze(2, loc); // [N, C, h, w]
+  std::vector<Tensor> rows_v, rows_i;
+  for (int64_t i = 0; i < oh; ++i) {
+    int64_t hs = (i * h) / oh, he = ((i + 1) * h + oh - 1) / oh;
+    std::vector<Tensor> cells_v, cells_i;
+    for (int64_t j = 0; j < ow; ++j) {
+      int64_t ws = (j * w) / ow, we = ((j + 1) * w + ow - 1) / ow;
+      Tensor cell = rlx::narrow(rlx::narrow(xs, 2, hs, he - hs, loc), 3, ws, we - ws, loc)
+                        .flatten(2, 3, loc); // [N, C, cell]
+      std::vector<int64_t> offsets;
+      for (int64_t r = hs; r < he; ++r)
+        for (int64_t c = ws; c < we; ++c) offsets.push_back(r * w + c);
+      cells_v.push_back(rlx::max(cell, {2}, true, loc));
+      cells_i.push_back(rlx::take(Tensor::from_vector(offsets, {int64_t(offsets.size())}, loc),
+                                  rlx::argmax(cell, int64_t(2), true, loc), 0, loc));
+    }
+    rows_v.push_back(rlx::concat(cells_v, 2, loc).unsqueeze(2, loc));
+    rows_i.push_back(rlx::concat(cells_i, 2, loc).unsqueeze(2, loc));
+  }
+  Tensor v = rlx::concat(rows_v, 2, loc), idx = rlx::concat(rows_i, 2, loc); // [N, C, oh, ow]
+  if (sp == 1) {
+    v = v.squeeze(2, loc);
+    idx = idx.squeeze(2, loc);
+  }
+  return {unbatch(v, batched, loc), unbatch(idx, batched, loc)};
+}
+
 // ---- Norms
 
 Dims spatial_axes(int64_t rank, bool with_batch) {
@@ -515,6 +556,13 @@ Tensor adaptive_max_pool1d(const Tensor& x, int64_t out, Loc loc) {
 }
 Tensor adaptive_max_pool2d(const Tensor& x, Dims out, Loc loc) {
   return adaptive_nd(2, x, out, true, "adaptive_max_pool2d", loc);
+}
+
+PoolWithIndices adaptive_max_pool1d_with_indices(const Tensor& x, int64_t out, Loc loc) {
+  return adaptive_max_indexed(1, x, {out}, "adaptive_max_pool1d_with_indices", loc);
+}
+PoolWithIndices adaptive_max_pool2d_with_indices(const Tensor& x, Dims out, Loc loc) {
+  return adaptive_max_indexed(2, x, out, "adaptive_max_pool2d_with_indices", loc);
 }
 
 NormResult batch_norm(const Tensor& x, std::optional<Tensor> running_mean,
