@@ -11,8 +11,11 @@
 #include "frontend/ops.hpp"
 #include "rlx/nn.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 #include <string>
 #include <string_view>
 
