@@ -254,13 +254,12 @@ TEST_CASE("custom_op: a graph naming an op this process never registered prints 
   CHECK(msg.find("test.never_registered") != std::string::npos);
   CHECK(msg.find("registered in this process") != std::string::npos);
   // The JIT fails where it first needs the op (verifying, or running its step), not later.
-  CHECK_THROWS_AS(
-      [&] {
-        Buffer x = Buffer::f32({6}, kX);
-        std::array<const Buffer*, 1> leaves{&x};
-        rlx::compile(g, Backend::Jit)->run(leaves);
-      }(),
-      Error);
+  auto run_jit = [&] {
+    Buffer x = Buffer::f32({6}, kX);
+    std::array<const Buffer*, 1> leaves{&x};
+    rlx::compile(g, Backend::Jit)->run(leaves);
+  };
+  CHECK_THROWS_AS(run_jit(), Error);
 }
 
 TEST_CASE("custom_op: grad goes through the VJP hook and matches central differences in f64") {
