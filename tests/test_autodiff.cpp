@@ -359,6 +359,22 @@ std::vector<Case> cases() {
         f.set_outputs({f.tanh(f.add(f.mul(h, h), f.constant(0.5, g.shape(a[0]).dtype())))});
         return g.scan_checkpointed(a[0], f, 5, 2);
       }));
+  // A registered custom op (rlx::register_op): x^3, differentiated through its VJP and JVP hooks.
+  cs.push_back(graph_case(
+      "custom op x^3 through its hooks", {F({M, N})}, [](Graph& g, std::span<const NodeId> a) {
+        CustomOp cube;
+        cube.infer_shape = [](std::span<const Shape> in, AttrBytes) { return in[0]; };
+        cube.kernel = [](std::span<const Buffer* const> in, Buffer& out, AttrBytes) {
+          for (int64_t i = 0; i < out.numel(); ++i) out.set_f64(i, std::pow(in[0]->get_f64(i), 3));
+        };
+        cube.vjp = [](std::span<const Tensor> in, const Tensor&, const Tensor& dy, AttrBytes) {
+          return std::vector<Tensor>{in[0] * in[0] * 3.0 * dy};
+        };
+        cube.jvp = [](std::span<const Tensor> in, std::span<const Tensor> t, const Tensor&,
+                      AttrBytes) { return in[0] * in[0] * 3.0 * t[0]; };
+        register_op("autodiff.cube", cube, true);
+        return g.custom_op("autodiff.cube", {}, {a[0]});
+      }));
   return cs;
 }
 

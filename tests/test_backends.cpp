@@ -1119,6 +1119,21 @@ std::vector<Case> control_cases() {
         b.out(b.g.custom_fn({v}, outer));
       }
     });
+  // A registered custom op: the JIT runs its kernel as a step between fused kernels.
+  add_case(cases, "custom op (registered x*|x|) between element-wise ops", [&](Builder& b) {
+    CustomOp op;
+    op.infer_shape = [](std::span<const ir::Shape> in, AttrBytes) { return in[0]; };
+    op.kernel = [](std::span<const Buffer* const> in, Buffer& out, AttrBytes) {
+      for (int64_t i = 0; i < out.numel(); ++i)
+        out.set_f64(i, in[0]->get_f64(i) * std::fabs(in[0]->get_f64(i)));
+    };
+    register_op("backends.signed_square", op, true);
+    for (DType t : {F32, F64}) {
+      NodeId x = b.in({3, 17}, t, {Fill::Uniform, -2, 2});
+      NodeId y = b.g.custom_op("backends.signed_square", {}, {b.g.tanh(x)});
+      b.out(b.g.exp(b.g.neg(y)));
+    }
+  });
   // scan: a loop over time whose body the JIT compiles once (ScanStep); its backward companions
   // with a hand-written body_vjp, from the full trajectory and from checkpoints.
   for (DType t : {F32, F64})

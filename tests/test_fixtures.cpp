@@ -166,6 +166,9 @@ TEST_CASE("fixtures: every op kind of the table except input and param has a fix
   for (std::size_t k = 0; k < ir::kNumOps; ++k) {
     auto kind = static_cast<ir::OpKind>(k);
     if (kind == ir::OpKind::Input || kind == ir::OpKind::Param) continue;
+    // A custom op's kernel is registered by the program that runs it: test_custom_op.cpp checks
+    // registered ops against the same computation in built-in ops.
+    if (ir::op_family(kind) == ir::Family::Custom) continue;
     if (!seen.count(kind))
       missing += (missing.empty() ? "" : ", ") + std::string(ir::op_name(kind));
   }

@@ -375,6 +375,16 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
          std::array<Tensor, 1> in{v};
          return rlx::custom_fn(in, f);
        }},
+      {OpKind::Custom,
+       [&] {
+         rlx::CustomOp op;
+         op.infer_shape = [](std::span<const rlx::ir::Shape> in, rlx::AttrBytes) { return in[0]; };
+         op.kernel = [](std::span<const rlx::Buffer* const> in, rlx::Buffer& out, rlx::AttrBytes) {
+           for (int64_t i = 0; i < out.numel(); ++i) out.set_f64(i, -in[0]->get_f64(i));
+         };
+         rlx::register_op("tensor.negate", op, true);
+         return rlx::custom("tensor.negate", {v});
+       }},
       {OpKind::Scan,
        [&] {
          return rlx::scan([](const Tensor& h, const Tensor& x) { return h * x + 1.f; }, v,

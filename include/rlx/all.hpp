@@ -6,6 +6,7 @@
 
 #include "rlx/apply.hpp"
 #include "rlx/autodiff.hpp"
+#include "rlx/custom_op.hpp"
 #include "rlx/interp.hpp"
 #include "rlx/ir/dot.hpp"
 #include "rlx/ir/dtype.hpp"

@@ -1,6 +1,7 @@
 // src/autodiff/jvp_rules.cpp -- the JVP table: one entry per differentiable op kind. Linear
 // kinds apply themselves to the tangents (the engine does that); the others have a rule that
 // appends the tangent of the node's value from its operands' tangents.
+#include "custom.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "rules.hpp"
@@ -148,6 +149,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
+    {OpKind::Custom, kRule, jvp_custom_op},
     {OpKind::Scan, kRule, jvp_scan},
 };
 

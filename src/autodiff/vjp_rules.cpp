@@ -1,6 +1,7 @@
 // src/autodiff/vjp_rules.cpp -- the VJP table: one entry per differentiable op kind. A rule
 // receives the node (operands already in the gradient graph), the cotangent dy of its value and
 // which operands need a cotangent, and appends those cotangents with the graph builders.
+#include "custom.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "rules.hpp"
@@ -510,6 +511,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
+    {OpKind::Custom, kRule, vjp_custom_op},
     {OpKind::Scan, kRule, vjp_scan},
 };
 

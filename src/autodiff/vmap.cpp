@@ -2,6 +2,7 @@
 // are rewritten once on the batched values (axes shifted by one, operands aligned); every other
 // op runs once per batch element (narrow, op, concat), which is always correct.
 #include "builder.hpp"
+#include "custom.hpp"
 #include "rlx/autodiff.hpp"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ enum class Batch : uint8_t {
   Pad,
   MatMul,
   Leading, ///< every operand batched over its leading axes (the Linalg family)
+  Hook,    ///< a custom op's registered vmap hook, else Loop
 };
 
 struct BatchEntry {
@@ -52,6 +54,7 @@ constexpr BatchEntry kBatch[] = {
     {OpKind::Pad, Batch::Pad},
     {OpKind::Gather, Batch::Axis},
     {OpKind::MatMul, Batch::MatMul},
+    {OpKind::Custom, Batch::Hook},
 };
 
 const std::array<Batch, ir::kNumOps> kBatchIndex = [] {
@@ -204,6 +207,11 @@ private:
         if (!batched(n, i)) ins[i] = broadcast(ins[i]);
       return b_.op(n.op, ins);
     }
+    if (how == Batch::Hook) {
+      std::vector<bool> flags(ins.size());
+      for (std::size_t i = 0; i < ins.size(); ++i) flags[i] = batched(n, i);
+      if (std::optional<NodeId> y = vmap_custom_op(b_, n, ins, flags, batch_)) return *y;
+    }
     return loop(n, ins);
   }
 
@@ -238,7 +246,9 @@ private:
 } // namespace
 
 bool has_batching_rule(OpKind k) {
-  return kBatchIndex[std::size_t(k)] != Batch::Loop && !ir::has_trait(k, ir::kLeaf);
+  // A custom op's hook is per registration, not per kind: the kind itself loops.
+  Batch how = kBatchIndex[std::size_t(k)];
+  return how != Batch::Loop && how != Batch::Hook && !ir::has_trait(k, ir::kLeaf);
 }
 
 ir::Graph vmap(const ir::Graph& forward, std::span<const std::string> batched_inputs,

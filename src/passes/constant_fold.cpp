@@ -17,7 +17,7 @@ namespace {
 
 /// Whether n's value should become a constant of its own, given its operands' element counts.
 bool worth_folding(const ir::Node& n, int64_t operand_elements, const PassOptions& opts) {
-  if (n.inputs.empty() || !ir::has_trait(n.op.kind(), ir::kPure)) return false;
+  if (n.inputs.empty() || !ir::is_pure(n.op)) return false;
   std::optional<int64_t> numel = n.shape.num_elements();
   if (!numel || *numel > opts.fold_max_elements) return false;
   // An expand or pad of a constant copies values that are already stored: folding it only makes

@@ -43,7 +43,7 @@ bool cse(ir::Graph& g, const PassOptions&) {
   std::unordered_multimap<std::size_t, ir::NodeId> seen; // hash -> node of the new graph
   bool changed = false;
   for (const ir::Node& n : g.nodes()) {
-    if (!ir::has_trait(n.op.kind(), ir::kPure)) {
+    if (!ir::is_pure(n.op)) {
       rw.copy(n);
       continue;
     }

@@ -14,7 +14,7 @@ bool dce(ir::Graph& g, const PassOptions&) {
   std::vector<uint8_t> live(g.len(), 0);
   for (ir::NodeId o : g.outputs) live[o.index] = 1;
   for (const ir::Node& n : g.nodes())
-    if (!ir::has_trait(n.op.kind(), ir::kPure)) live[n.id.index] = 1;
+    if (!ir::is_pure(n.op)) live[n.id.index] = 1;
   // Ids are topological, so one backward sweep reaches every node a live node reads.
   for (std::size_t i = g.len(); i-- > 0;)
     if (live[i])

@@ -559,6 +559,20 @@ public:
   MultiOutputHandle custom_fn_multi(std::vector<NodeId> inputs, Graph fwd_body,
                                     Loc loc = Loc::current());
 
+  // ---- Registered extension ops (src/ops/custom.cpp; rlx/custom_op.hpp registers them)
+  /// A custom node running the op registered as `name` (rlx::register_op) on `inputs`; its
+  /// shape is the registered rule's on the operands' shapes and `attrs`, opaque bytes handed
+  /// verbatim to the rule, the kernel and the derivative hooks. rlx::Error naming the op and
+  /// the caller's line when `name` is not registered, the input count is not the registered
+  /// one, or the rule rejects the operands.
+  NodeId custom_op(std::string name, std::vector<uint8_t> attrs, std::vector<NodeId> inputs,
+                   Loc loc = Loc::current());
+  /// custom_op with the caller's static out_shape instead of the registered rule: ops with
+  /// several logical outputs packed end to end in one buffer, read back with narrow. The op
+  /// must still be registered (its input count is checked, its kernel and hooks are used).
+  NodeId custom_op_packed(std::string name, std::vector<uint8_t> attrs, std::vector<NodeId> inputs,
+                          Shape out_shape, Loc loc = Loc::current());
+
   /// Bounded scan (jax.lax.scan): body runs `length` times on the carry, starting from init.
   /// body has one Input (the carry) and one output (the next carry), both of init's shape; the
   /// result is the final carry. rlx::Error naming scan, the shapes and the caller's line when
@@ -678,6 +692,10 @@ struct MultiOutputHandle {
   /// source); rlx::Error when i is out of range.
   NodeId output(Graph& g, std::size_t i, Loc loc = Loc::current()) const;
 };
+
+/// Whether CSE may merge, constant folding fold and DCE remove a node of `op`: the kPure trait,
+/// or for a custom op its registration's `pure` (false when its name is not registered here).
+bool is_pure(const Op& op);
 
 /// The text IR (see docs/text_ir.md); parse(to_string(g)) == g.
 std::ostream& operator<<(std::ostream& os, const Graph& g);

@@ -41,6 +41,7 @@ enum class Family : uint8_t {
   Recurrent,
   Ssm,
   Control,
+  Custom, ///< ops registered at run time (rlx::register_op)
 };
 std::string_view family_name(Family f);
 
