@@ -3,6 +3,7 @@
 // appends the tangent of the node's value from its operands' tangents.
 #include "gv.hpp"
 #include "linalg.hpp"
+#include "quant.hpp"
 #include "rules.hpp"
 
 #include <array>
@@ -147,6 +148,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::jvp_qr},
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
+    {OpKind::FakeQuantize, kRule, quant::jvp_fake_quantize},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Scan, kRule, jvp_scan},
 };

@@ -3,6 +3,7 @@
 // which operands need a cotangent, and appends those cotangents with the graph builders.
 #include "gv.hpp"
 #include "linalg.hpp"
+#include "quant.hpp"
 #include "rules.hpp"
 
 #include <algorithm>
@@ -509,6 +510,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::vjp_qr},
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
+    {OpKind::FakeQuantize, kRule, quant::vjp_fake_quantize},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Scan, kRule, vjp_scan},
 };
