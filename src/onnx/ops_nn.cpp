@@ -428,7 +428,8 @@ void qlinear_matmul(Ctx& c) {
   double ys = per_tensor(c, load_time(c, 6, "y_scale"), "y_scale");
   double yz = per_tensor(c, load_time(c, 7, "y_zero_point"), "y_zero_point");
   ir::QMatMulAttrs a{int64_t(xz), as_ints(load_time(c, 5, "b_zero_point")), int64_t(yz),
-                     multipliers(xs, load_time(c, 4, "b_scale"), ys), c.dtype(7)};
+                     multipliers(xs, load_time(c, 4, "b_scale"), ys),
+                     c.need(7, "y_zero_point").dtype()};
   c.out(0, c.g.add_inferred(Op(OpKind::QMatMul, std::move(a)), {c.in(0), c.in(3)}));
 }
 
@@ -475,7 +476,7 @@ void conv_integer(Ctx& c, bool quantized) {
     double ys = per_tensor(c, load_time(c, 6, "y_scale"), "y_scale");
     a.out_zp = int64_t(per_tensor(c, load_time(c, 7, "y_zero_point"), "y_zero_point"));
     a.mult = multipliers(xs, load_time(c, 4, "w_scale"), ys);
-    a.dtype = c.dtype(7);
+    a.dtype = c.need(7, "y_zero_point").dtype();
   } else {
     if (c.has(2)) a.x_zp = int64_t(per_tensor(c, load_time(c, 2, "x_zero_point"), "x_zero_point"));
     if (c.has(3)) a.w_zp = as_ints(load_time(c, 3, "w_zero_point"));
