@@ -12,6 +12,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -167,6 +169,24 @@ TEST_CASE("q_matmul gives the same bits on the JIT and the interpreter at GEMM-s
     CHECK(interp == jit);
   }
   rlx::set_default_backend(saved);
+}
+
+TEST_CASE("the JIT plans q_matmul with an i8 w on its int8 GEMM where the CPU has AVX-512 VNNI") {
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string text((std::istreambuf_iterator<char>(cpu)), std::istreambuf_iterator<char>());
+  const bool vnni = text.find(" avx512_vnni") != std::string::npos;
+  rlx::ir::Graph g("q");
+  using rlx::ir::Shape;
+  auto x = g.input("x", Shape({5, 40}, DType::U8));
+  auto w = g.input("w", Shape({40, 7}, DType::I8));
+  auto wu = g.input("wu", Shape({40, 7}, DType::U8));
+  auto b = g.input("b", Shape({7}, DType::I32));
+  g.set_outputs({g.q_matmul(x, w, b, 128, 0, 3, 0.01f, Shape({5, 7}, DType::I8)),
+                 g.q_matmul(x, wu, b, 128, 128, 3, 0.01f, Shape({5, 7}, DType::I8))});
+  int qgemm = 0;
+  for (const rlx::ir::LirStep& step : rlx::plan_for(g, rlx::Backend::Jit).steps)
+    qgemm += step.rule->name() == "qgemm";
+  CHECK(qgemm == (vnni ? 1 : 0)); // a u8 w stays on the interpreter's kernel
 }
 
 TEST_CASE("choose_qparams gives torch MinMaxObserver's scale and zero point") {
