@@ -332,7 +332,8 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
        [&] {
          return rlx::quant::dequantize(rlx::quant::quantize_per_tensor(v, 0.1f, 0), 0.1f, 0);
        }},
-      {OpKind::FakeQuantize, [&] { return rlx::quant::fake_quantize(v, {{0.1f}, {0}}); }},
+      {OpKind::FakeQuantize,
+       [&] { return rlx::quant::fake_quantize(v, {{0.1f}, {0}, std::nullopt}); }},
       {OpKind::QMatMul,
        [&] {
          namespace q = rlx::quant;
