@@ -261,6 +261,12 @@ std::vector<Case> cases() {
         NodeId s = g.add_inferred(Op(OpKind::Add), {a[0], g.transpose_(a[0], {0, 2, 1})});
         return g.add_inferred(Op(OpKind::Eigh), {plus(g, s, {1, 0, 0, 0, 2, 0, 0, 0, 3}, {3, 3})});
       }));
+  // fake_quantize's straight-through gradient is 1 inside the range, which no difference
+  // quotient of a step function shows (test_quant checks it against torch); where every value
+  // is clamped both are 0.
+  cs.push_back(op_case("fake_quantize, every value clamped",
+                       Op(OpKind::FakeQuantize, QuantizeAttrs{std::nullopt, {0.001f}, {0}}),
+                       {F({M, 3}, 1, 2)}));
   // Recurrent cells (through their decomposition into scans), weights in the packed layout.
   auto rec = [](int64_t hidden, int64_t layers, bool bidir, bool batch_first, bool relu,
                 bool carry) {

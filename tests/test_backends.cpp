@@ -1206,6 +1206,35 @@ std::vector<Case> linalg_cases() {
   return cases;
 }
 
+/// The Quant kinds: q_matmul with an i8 w on the JIT's int8 GEMM (VNNI hosts), the others on
+/// the interpreter's kernels; integer results must agree exactly.
+std::vector<Case> quant_cases() {
+  std::vector<Case> cases;
+  add_case(cases, "quantize, dequantize, fake_quantize, q_matmul and q_conv2d", [&](Builder& b) {
+    auto quantize = [&](NodeId x, std::optional<int64_t> axis, std::vector<float> scales,
+                        ir::Ints zps, DType t) {
+      return b.op(Op(OpKind::Quantize, ir::QuantizeAttrs{axis, scales, zps, t}), {x});
+    };
+    NodeId x = b.in({5, 37}, F32, {Fill::Uniform, -2, 2});
+    NodeId w = b.in({37, 9}, F32, {Fill::Uniform, -1, 1});
+    NodeId qx = quantize(x, std::nullopt, {0.02f}, {128}, DType::U8);
+    NodeId qw = quantize(w, 1, std::vector<float>(9, 0.01f), ir::Ints(9, 0), DType::I8);
+    b.out(b.op(Op(OpKind::QMatMul, ir::QMatMulAttrs{128, {0}, 3, {0.004f}, DType::I8}), {qx, qw}));
+    b.out(b.op(Op(OpKind::QMatMul, ir::QMatMulAttrs{128, {0}, 0, {1.0f}, DType::I32}), {qx, qw}));
+    b.out(b.op(Op(OpKind::Dequantize,
+                  ir::DequantizeAttrs{1, std::vector<float>(9, 0.01f), ir::Ints(9, 0)}),
+               {qw}));
+    b.out(b.op(Op(OpKind::FakeQuantize, ir::QuantizeAttrs{std::nullopt, {0.05f}, {-3}}), {x}));
+    NodeId img = quantize(b.in({1, 4, 6, 5}, F32, {Fill::Uniform, -1, 1}), std::nullopt, {0.01f},
+                          {0}, DType::I8);
+    NodeId k = quantize(b.in({6, 2, 3, 2}, F32, {Fill::Uniform, -1, 1}), std::nullopt, {0.01f}, {0},
+                        DType::I8);
+    ir::QConv2dAttrs conv{{3, 2}, {1, 1}, {1, 0}, {1, 1}, 2, 0, {0}, 2, {0.003f}, DType::U8};
+    b.out(b.op(Op(OpKind::QConv2d, conv), {img, k}));
+  });
+  return cases;
+}
+
 std::vector<Case> all_table_cases() {
   std::vector<Case> all;
   for (auto f : {unary_cases,       unary_edge_cases,  int_unary_cases,     binary_cases,
@@ -1213,7 +1242,8 @@ std::vector<Case> all_table_cases() {
                  reduce_cases,      arg_reduce_cases,  scan_cases,          movement_cases,
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
-                 ssm_cases,         control_cases,     recurrent_cases,     linalg_cases})
+                 ssm_cases,         control_cases,     recurrent_cases,     linalg_cases,
+                 quant_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }

@@ -327,6 +327,26 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
       {OpKind::Qr, [&] { return rlx::linalg::qr(rlx::eye(3) * 2.0f).first; }},
       {OpKind::Svd, [&] { return rlx::linalg::svdvals(rlx::eye(3) * 2.0f); }},
       {OpKind::Eigh, [&] { return rlx::linalg::eigvalsh(rlx::eye(3) * 2.0f); }},
+      {OpKind::Quantize, [&] { return rlx::quant::quantize_per_tensor(v, 0.1f, 0); }},
+      {OpKind::Dequantize,
+       [&] {
+         return rlx::quant::dequantize(rlx::quant::quantize_per_tensor(v, 0.1f, 0), 0.1f, 0);
+       }},
+      {OpKind::FakeQuantize,
+       [&] { return rlx::quant::fake_quantize(v, {{0.1f}, {0}, std::nullopt}); }},
+      {OpKind::QMatMul,
+       [&] {
+         namespace q = rlx::quant;
+         return q::q_matmul(q::quantize_per_tensor(m, 0.1f, 0),
+                            q::quantize_per_tensor(rlx::randn({4, 3}, 19), 0.1f, 0), std::nullopt,
+                            0, {0}, 0, {0.5f});
+       }},
+      {OpKind::QConv2d,
+       [&] {
+         namespace q = rlx::quant;
+         return q::q_conv2d(q::quantize_per_tensor(img, 0.1f, 0),
+                            q::quantize_per_tensor(w2, 0.1f, 0), std::nullopt, 0, {0}, 0, {0.5f});
+       }},
       {OpKind::Lfilter,
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
       {OpKind::Lstm,

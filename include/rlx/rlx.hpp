@@ -1,7 +1,7 @@
 // include/rlx/rlx.hpp -- the everyday umbrella: numpy-like Tensor code, rlx::jit, the function
 // transforms over pytrees (grad, value_and_grad, jvp, vjp, vmap), rlx::optim, rlx::fft,
-// rlx::linalg, rlx::random, rlx::nn's layers and losses, .npy files and the process-wide
-// settings.
+// rlx::linalg, rlx::quant, rlx::random, rlx::nn's layers and losses, .npy files and the
+// process-wide settings.
 // It parses none of the IR's internals, so it compiles about as fast as an Eigen hello-world
 // (docs/performance.md). The IR, passes, autodiff on graphs, executables and rlx::apply /
 // rlx::custom_fn are included explicitly (rlx/apply.hpp, rlx/runtime.hpp, rlx/ir/...), or all
@@ -21,6 +21,7 @@
 #include "rlx/nn.hpp"
 #include "rlx/optim.hpp"
 #include "rlx/pytree.hpp"
+#include "rlx/quant.hpp"
 #include "rlx/random.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"

@@ -4,6 +4,7 @@
 #include "custom.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
+#include "quant.hpp"
 #include "rules.hpp"
 
 #include <array>
@@ -148,6 +149,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::jvp_qr},
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
+    {OpKind::FakeQuantize, kRule, quant::jvp_fake_quantize},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Custom, kRule, jvp_custom_op},
     {OpKind::Scan, kRule, jvp_scan},

@@ -4,6 +4,7 @@
 #include "custom.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
+#include "quant.hpp"
 #include "rules.hpp"
 
 #include <algorithm>
@@ -510,6 +511,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::vjp_qr},
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
+    {OpKind::FakeQuantize, kRule, quant::vjp_fake_quantize},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Custom, kRule, vjp_custom_op},
     {OpKind::Scan, kRule, vjp_scan},

@@ -84,6 +84,8 @@ ir::Op shift_axes(const ir::Op& op, int64_t rank) {
         using A = std::decay_t<decltype(a)>;
         if constexpr (std::is_same_v<A, ir::ReduceAttrs> || std::is_same_v<A, ir::ReverseAttrs>) {
           for (int64_t& ax : a.axes) ax = shift(ax);
+        } else if constexpr (requires { a.axis.has_value(); }) { // per tensor or per channel
+          if (a.axis) a.axis = shift(*a.axis);
         } else if constexpr (requires { a.axis; }) {
           a.axis = shift(a.axis);
         }

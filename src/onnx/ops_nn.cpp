@@ -1,8 +1,9 @@
 // src/onnx/ops_nn.cpp -- ONNX contractions, convolutions, pooling, normalizations and
 // quantization: MatMul, Gemm, Conv, ConvTranspose, MaxPool, AveragePool, Global*Pool,
 // BatchNormalization, InstanceNormalization, LayerNormalization, Quantize/DequantizeLinear,
-// DynamicQuantizeLinear. Asymmetric or automatic padding becomes an explicit pad (or a crop for
-// transposed convolutions) around rlx's symmetric-padding ops; 1-d ops run as 2-d ones.
+// DynamicQuantizeLinear, and the integer QLinearMatMul, QLinearConv, MatMulInteger, ConvInteger
+// on rlx's q_matmul and q_conv2d. Asymmetric or automatic padding becomes an explicit pad (or a
+// crop for transposed convolutions) around rlx's symmetric-padding ops; 1-d ops run as 2-d ones.
 #include "importer.hpp"
 
 #include <algorithm>
@@ -394,6 +395,111 @@ void dynamic_quantize_linear(Ctx& c) {
   c.out(2, zp);
 }
 
+// ---- Integer contractions on the Quant family's q_matmul and q_conv2d. Their scales and zero
+// points are attributes, so they must be known at load time (initializers, as quantizers write
+// them); MatMulInteger with run-time zero points (DynamicQuantizeLinear's) computes in f64
+// instead, exact at these magnitudes. The requantization multiplier is computed in f32, as
+// ONNX's reference: a_scale * w_scale / y_scale.
+
+/// A load-time scale or zero-point operand (a scalar or one value per channel) as doubles.
+std::vector<double> load_time(Ctx& c, std::size_t i, std::string_view role) {
+  return c.need(i, role).to_f64();
+}
+
+/// The one value of a per-tensor parameter, or Unsupported naming it.
+double per_tensor(Ctx& c, const std::vector<double>& v, std::string_view role) {
+  if (v.size() != 1) c.unsupported(std::string(role) + " with more than one value");
+  return v[0];
+}
+
+/// x_scale * w_scale[j] / y_scale for each of w's scales, in f32.
+std::vector<float> multipliers(double xs, const std::vector<double>& ws, double ys) {
+  std::vector<float> m;
+  for (double w : ws) m.push_back(float(xs) * float(w) / float(ys));
+  return m;
+}
+
+ir::Ints as_ints(const std::vector<double>& v) { return ir::Ints(v.begin(), v.end()); }
+
+void qlinear_matmul(Ctx& c) {
+  if (c.rank(3) != 2) c.unsupported("QLinearMatMul with b of rank other than 2");
+  double xs = per_tensor(c, load_time(c, 1, "a_scale"), "a_scale");
+  double xz = per_tensor(c, load_time(c, 2, "a_zero_point"), "a_zero_point");
+  double ys = per_tensor(c, load_time(c, 6, "y_scale"), "y_scale");
+  double yz = per_tensor(c, load_time(c, 7, "y_zero_point"), "y_zero_point");
+  ir::QMatMulAttrs a{int64_t(xz), as_ints(load_time(c, 5, "b_zero_point")), int64_t(yz),
+                     multipliers(xs, load_time(c, 4, "b_scale"), ys),
+                     c.need(7, "y_zero_point").dtype()};
+  c.out(0, c.g.add_inferred(Op(OpKind::QMatMul, std::move(a)), {c.in(0), c.in(3)}));
+}
+
+void matmul_integer(Ctx& c) {
+  NodeId a = c.in(0), b = c.in(1);
+  std::optional<Buffer> az = c.has(2) ? c.value(2) : std::optional<Buffer>(Buffer());
+  std::optional<Buffer> bz = c.has(3) ? c.value(3) : std::optional<Buffer>(Buffer());
+  auto zps = [](const std::optional<Buffer>& z) {
+    return z->numel() == 0 ? std::vector<double>{0} : z->to_f64();
+  };
+  if (az && bz && zps(az).size() == 1 && c.rank(1) == 2) {
+    ir::QMatMulAttrs at{int64_t(zps(az)[0]), as_ints(zps(bz)), 0, {1.0f}, DType::I32};
+    return c.out(0, c.g.add_inferred(Op(OpKind::QMatMul, std::move(at)), {a, b}));
+  }
+  // Run-time (or per-row) zero points: (a - a_zp) @ (b - b_zp) in f64, then i32.
+  NodeId af = c.g.cast(a, DType::F64), bf = c.g.cast(b, DType::F64);
+  if (c.has(2)) {
+    NodeId z = c.g.cast(c.in(2), DType::F64);
+    if (c.g.shape(z).rank() == 1 && c.rank(0) >= 2) z = c.g.reshape_(z, {-1, 1}); // per row
+    af = op2(c, OpKind::Sub, af, z);
+  }
+  if (c.has(3)) bf = op2(c, OpKind::Sub, bf, c.g.cast(c.in(3), DType::F64));
+  c.out(0, c.g.cast(c.g.mm(af, bf), DType::I32));
+}
+
+/// QLinearConv (quantized = true: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, [B]) or
+/// ConvInteger (x, w, [x_zp], [w_zp]) on q_conv2d; asymmetric pads pad x with its zero point.
+void conv_integer(Ctx& c, bool quantized) {
+  std::size_t wi = quantized ? 3 : 1;
+  std::vector<int64_t> xd = c.sizes(0), wd = c.sizes(wi);
+  if (xd.size() != 4 || wd.size() != 4)
+    c.unsupported(rlx::detail::cat(c.node.op_type, " of ", ir::short_str(c.shape(0)), " by ",
+                                   ir::short_str(c.shape(wi)), " (rlx maps 2-d)"));
+  std::vector<int64_t> kernel =
+      c.attr_ints("kernel_shape", std::vector<int64_t>(wd.begin() + 2, wd.end()));
+  Window w = window(c, {xd[2], xd[3]}, kernel, false);
+  int64_t groups = c.attr_i("group", 1);
+  ir::QConv2dAttrs a;
+  std::vector<NodeId> ins;
+  if (quantized) {
+    double xs = per_tensor(c, load_time(c, 1, "x_scale"), "x_scale");
+    a.x_zp = int64_t(per_tensor(c, load_time(c, 2, "x_zero_point"), "x_zero_point"));
+    a.w_zp = as_ints(load_time(c, 5, "w_zero_point"));
+    double ys = per_tensor(c, load_time(c, 6, "y_scale"), "y_scale");
+    a.out_zp = int64_t(per_tensor(c, load_time(c, 7, "y_zero_point"), "y_zero_point"));
+    a.mult = multipliers(xs, load_time(c, 4, "w_scale"), ys);
+    a.dtype = c.need(7, "y_zero_point").dtype();
+  } else {
+    if (c.has(2)) a.x_zp = int64_t(per_tensor(c, load_time(c, 2, "x_zero_point"), "x_zero_point"));
+    if (c.has(3)) a.w_zp = as_ints(load_time(c, 3, "w_zero_point"));
+    a.dtype = DType::I32;
+  }
+  NodeId x = c.in(0);
+  if (!w.symmetric()) {
+    x = pad_spatial(c, x, w, double(a.x_zp));
+    w.begin.assign(w.rank(), 0), w.end = w.begin;
+  }
+  a.kernel_size = {w.kernel[0], w.kernel[1]};
+  a.stride = {w.strides[0], w.strides[1]};
+  a.padding = {w.begin[0], w.begin[1]};
+  a.dilation = {w.dilations[0], w.dilations[1]};
+  a.groups = groups;
+  ins = {x, c.in(wi)};
+  if (quantized && c.has(8)) ins.push_back(c.in(8));
+  c.out(0, c.g.add_inferred(Op(OpKind::QConv2d, std::move(a)), ins));
+}
+
+void qlinear_conv(Ctx& c) { conv_integer(c, true); }
+void conv_integer_rule(Ctx& c) { conv_integer(c, false); }
+
 } // namespace
 
 void add_nn_rules(Rules& r) {
@@ -412,6 +518,11 @@ void add_nn_rules(Rules& r) {
   r["QuantizeLinear"] = {quantize_linear, 10};
   r["DequantizeLinear"] = {dequantize_linear, 10};
   r["DynamicQuantizeLinear"] = {dynamic_quantize_linear, 11};
+  // Operands read at load time: the scales and zero points.
+  r["QLinearMatMul"] = {qlinear_matmul, 10, 0b11110110};
+  r["QLinearConv"] = {qlinear_conv, 10, 0b11110110};
+  r["MatMulInteger"] = {matmul_integer, 10};
+  r["ConvInteger"] = {conv_integer_rule, 10, 0b1100};
 }
 
 } // namespace rlx::onnx::detail

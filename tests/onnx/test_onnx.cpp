@@ -878,3 +878,32 @@ TEST_CASE("onnx: a Scan inside a Scan's body reads an initializer two graphs out
     CHECK(got[0].get_f64(1) == doctest::Approx(2 - sum).epsilon(1e-6));
   }
 }
+
+TEST_CASE("onnx: QLinearMatMul, DynamicQuantizeLinear + MatMulInteger, QLinearConv and ConvInteger "
+          "give the int8 arithmetic's bits on both backends") {
+  const fs::path dir = fs::path(RLX_SOURCE_DIR) / "tests/fixtures/onnx_quant";
+  rlx::onnx::Model m = rlx::onnx::load((dir / "model.onnx").string());
+  auto npy = [&](const char* name) { return rlx::io::load_npy((dir / name).string() + ".npy"); };
+  std::map<std::string, Buffer> feeds{{"x", npy("x")}, {"f", npy("f")}, {"xc", npy("xc")}};
+  std::vector<const Buffer*> leaves;
+  int q_nodes = 0;
+  for (const rlx::ir::Node& n : m.graph.nodes()) {
+    if (n.op.kind() == rlx::ir::OpKind::Input)
+      leaves.push_back(&feeds.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
+    if (n.op.kind() == rlx::ir::OpKind::Param)
+      leaves.push_back(&m.params.at(n.op.attrs<rlx::ir::LeafAttrs>().name));
+    q_nodes += int(rlx::ir::op_family(n.op.kind()) == rlx::ir::Family::Quant);
+  }
+  CHECK(q_nodes == 3); // QLinearMatMul, QLinearConv, ConvInteger (MatMulInteger's zp is dynamic)
+  const char* outs[] = {"y_mm", "y_dyn", "y_conv", "y_convint"};
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got = rlx::compile(m.graph, backend)->run(leaves);
+    REQUIRE(got.size() == 4);
+    for (std::size_t k = 0; k < 4; ++k) {
+      Buffer want = npy(outs[k]);
+      INFO("backend " << int(backend) << ", output " << outs[k]);
+      REQUIRE(got[k].shape() == want.shape());
+      CHECK(got[k].to_i64() == want.to_i64());
+    }
+  }
+}

@@ -368,6 +368,34 @@ public:
   /// dense_solve.
   NodeId batched_dense_solve(NodeId a, NodeId b, Shape out_shape, Loc loc = Loc::current());
 
+  // ---- Quantization (src/builders/quant.cpp; ops.def's Quant family, RLX's names and argument
+  // order; other attribute combinations through add_inferred). Integer values are i8 (the
+  // default) or u8; a scale must be positive and finite, a zero point inside the dtype's range.
+  /// Per-tensor quantization of a float x: clamp(round_half_even(x / scale) + zero_point).
+  NodeId quantize(NodeId x, float scale, int32_t zero_point, DType dtype = DType::I8,
+                  Loc loc = Loc::current());
+  /// Per-channel quantization: scales and zero_points have x.dim(axis) entries each; index i
+  /// along axis uses the i-th pair.
+  NodeId quantize_per_channel(NodeId x, int64_t axis, std::vector<float> scales,
+                              std::vector<int32_t> zero_points, DType dtype = DType::I8,
+                              Loc loc = Loc::current());
+  /// Per-tensor dequantization (q - zero_point) * scale of an i8 or u8 x, to f32.
+  NodeId dequantize(NodeId x, float scale, int32_t zero_point, Loc loc = Loc::current());
+  /// Per-channel dequantization, the inverse of quantize_per_channel.
+  NodeId dequantize_per_channel(NodeId x, int64_t axis, std::vector<float> scales,
+                                std::vector<int32_t> zero_points, Loc loc = Loc::current());
+  /// Integer matmul: x [.., M, K] and w [K, N] (i8 or u8), bias i32 [N]; accumulates
+  /// (x - x_zp)(w - w_zp) + bias in i32 and requantizes round_half_even(acc * mult) + out_zp,
+  /// saturated to out_shape's dtype (i8 or u8; i32 keeps the accumulator). mult = x_scale *
+  /// w_scale / out_scale.
+  NodeId q_matmul(NodeId x, NodeId w, NodeId bias, int32_t x_zp, int32_t w_zp, int32_t out_zp,
+                  float mult, Shape out_shape, Loc loc = Loc::current());
+  /// Integer 2-D convolution, NCHW, weight [C_out, C_in/groups, kH, kW], bias i32 [C_out]; conv2d's
+  /// geometry and q_matmul's arithmetic (the padding holds x_zp).
+  NodeId q_conv2d(NodeId x, NodeId w, NodeId bias, Ints2 kernel_size, Ints2 stride, Ints2 padding,
+                  Ints2 dilation, int64_t groups, int32_t x_zp, int32_t w_zp, int32_t out_zp,
+                  float mult, Shape out_shape, Loc loc = Loc::current());
+
   // ---- Spectral and signal processing (src/builders/spectral.cpp). Primitives: fft (last
   // axis; f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved), lfilter,
   // conjugate, complex_norm_sq; the rest are composites of them and core ops. Real signals are

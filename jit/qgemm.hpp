@@ -1,0 +1,15 @@
+// jit/qgemm.hpp -- the JIT's int8 GEMM for q_matmul (jit/qgemm.cpp), a library kernel
+// (jit/library.hpp): AVX-512 VNNI (vpdpbusd) on hosts that have it; elsewhere q_matmul stays on
+// the interpreter's kernel, the portable one. Its bits are the interpreter's.
+#pragma once
+
+#include "library.hpp"
+
+namespace rlx::jit {
+
+/// q_matmul of static operands with an i8 w (x i8 or u8), on a host with AVX-512 VNNI.
+bool qgemm_handles(const ir::Graph& g, const ir::Node& n);
+
+std::unique_ptr<LibraryCall> qgemm_prepare(const ir::Graph& g, const ir::Node& n);
+
+} // namespace rlx::jit
