@@ -6,6 +6,7 @@
 
 #include "attention.hpp"
 #include "fftw_kernels.hpp"
+#include "packed_kernels.hpp"
 #include "recurrent.hpp"
 #include "ssm_kernels.hpp"
 #include "steps.hpp"
@@ -40,6 +41,7 @@ constexpr std::array kLibrary = {
     LibraryKernel{"attention", attention_handles, attention_reads, attention_prepare},
     LibraryKernel{"recurrent", recurrent_handles, operands, recurrent_prepare},
     LibraryKernel{"ssm", ssm_handles, operands, ssm_prepare},
+    LibraryKernel{"dequant_matmul", packed_handles, operands, packed_prepare},
 };
 
 } // namespace

@@ -38,6 +38,7 @@ enum class Family : uint8_t {
   Pool,
   Spectral,
   Linalg,
+  Packed,
   Recurrent,
   Ssm,
   Control,
