@@ -46,6 +46,10 @@ Shape dequant_matmul_rule(const Op& op, std::span<const Shape> in) {
   const Dim n_dim = in[1].rank() >= 1 ? in[1].dims()[0] : Dim(1);
   if (in.size() == 2) {
     need(op, in, 1, DType::U8, 2, "the packed weight");
+    const int64_t block = quant::block_shape(scheme, what).values;
+    if (k % block != 0)
+      shape_error(op, in, enum_name(scheme.format), " stores rows of whole blocks of ", block,
+                  " values; k = ", k, " is not a multiple of ", block);
     need_dims(op, in, 1, {n_dim.is_static() ? n_dim.size() : 0, quant::row_bytes(scheme, k, what)},
               "the packed weight [n, row bytes]");
     return Shape({in[0].dims()[0], n_dim}, DType::F32);
