@@ -10,6 +10,7 @@
 #include <rlx/runtime.hpp>
 #include <rlx/settings.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -61,11 +62,20 @@ bool run(rlx::quant::QuantFormat format, const char* name, const bench::Args& ar
   auto wi = g.input("w", rlx::ir::Shape({n, rb}, rlx::ir::DType::U8));
   g.set_outputs(
       {g.dequant_matmul_packed(xi, wi, scheme, rlx::ir::Shape({1, n}, rlx::ir::DType::F32))});
-  rlx::Buffer xb = rlx::Buffer::uninitialized(g.shape(xi)),
-              wb = rlx::Buffer::uninitialized(g.shape(wi));
+  rlx::Buffer xb = rlx::Buffer::uninitialized(g.shape(xi));
   std::memcpy(xb.bytes().data(), x.data(), x.size() * 4);
-  std::memcpy(wb.bytes().data(), bytes.data(), bytes.size());
-  const std::vector<const rlx::Buffer*> leaves = {&xb, &wb};
+  // A model's layers do not fit in the last-level cache: cycle through copies of the weight
+  // totalling at least 256 MiB, so every call reads its weights from memory, as a decode step
+  // does.
+  const int64_t layers = std::max<int64_t>(2, (int64_t(256) << 20) / (n * rb) + 1);
+  std::vector<rlx::Buffer> wbs;
+  for (int64_t l = 0; l < layers; ++l) {
+    wbs.push_back(rlx::Buffer::uninitialized(g.shape(wi)));
+    std::memcpy(wbs.back().bytes().data(), bytes.data(), bytes.size());
+  }
+  std::vector<std::vector<const rlx::Buffer*>> layer_leaves;
+  for (const rlx::Buffer& wb : wbs) layer_leaves.push_back({&xb, &wb});
+  const std::vector<const rlx::Buffer*>& leaves = layer_leaves[0];
 
   // The reference: the interpreter's kernel (the specification, accumulating in double).
   auto spec = rlx::compile(g, rlx::Backend::Interp)->run(leaves);
@@ -75,7 +85,8 @@ bool run(rlx::quant::QuantFormat format, const char* name, const bench::Args& ar
   auto exe = rlx::compile(g, rlx::Backend::Jit);
   bool ok = true;
   bench::emit_note(kTable, std::string(name) + ": " + std::to_string(n * rb >> 20) + " MiB of " +
-                               name + " blocks per call");
+                               name + " blocks per call, " + std::to_string(layers) +
+                               " layers' copies cycled");
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
     // f32 accumulation of 4096 products: the check is relative to the outputs' scale.
@@ -92,9 +103,11 @@ bool run(rlx::quant::QuantFormat format, const char* name, const bench::Args& ar
       ok = false;
       continue;
     }
+    std::size_t next = 0;
     auto s = bench::measure(
         [&] {
-          auto r = exe->run(leaves);
+          auto r = exe->run(layer_leaves[next]);
+          next = (next + 1) % layer_leaves.size();
           bench::clobber(r[0].bytes().data());
         },
         budget);
