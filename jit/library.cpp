@@ -8,6 +8,7 @@
 #include "attention.hpp"
 #include "fftw_kernels.hpp"
 #include "qgemm.hpp"
+#include "packed_kernels.hpp"
 #include "recurrent.hpp"
 #include "ssm_kernels.hpp"
 #include "steps.hpp"
@@ -43,6 +44,7 @@ constexpr std::array kLibrary = {
     LibraryKernel{"recurrent", recurrent_handles, operands, recurrent_prepare},
     LibraryKernel{"ssm", ssm_handles, operands, ssm_prepare},
     LibraryKernel{"qgemm", qgemm_handles, operands, qgemm_prepare},
+    LibraryKernel{"dequant_matmul", packed_handles, operands, packed_prepare},
 };
 
 } // namespace

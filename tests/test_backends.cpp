@@ -1232,6 +1232,32 @@ std::vector<Case> quant_cases() {
     ir::QConv2dAttrs conv{{3, 2}, {1, 1}, {1, 0}, {1, 1}, 2, 0, {0}, 2, {0.003f}, DType::U8};
     b.out(b.op(Op(OpKind::QConv2d, conv), {img, k}));
   });
+std::vector<Case> packed_cases() {
+  std::vector<Case> cases;
+  add_case(cases, "dequant_matmul: Q8_0 packed bytes, Int8Block and FP8 E4M3 split forms",
+           [&](Builder& b) {
+             std::vector<double> q8; // two rows of two Q8_0 blocks: d = 1 (f16 0x3C00), codes
+             for (int blk = 0; blk < 4; ++blk) {
+               q8.push_back(0x00);
+               q8.push_back(0x3C);
+               for (int i = 0; i < 32; ++i) q8.push_back(double((blk * 37 + i * 11) % 256));
+             }
+             NodeId x = b.in({3, 64}, F32, {Fill::Uniform, -1, 1});
+             b.out(b.op(Op(OpKind::DequantMatMul,
+                           ir::DequantMatMulAttrs{ir::QuantScheme::of(ir::QuantFormat::Q8_0)}),
+                        {x, b.values({2, 68}, ir::DType::U8, q8)}));
+             b.out(b.op(
+                 Op(OpKind::DequantMatMul, ir::DequantMatMulAttrs{ir::QuantScheme::int8_block(32)}),
+                 {x, b.in({5, 64}, ir::DType::I8, {Fill::Uniform, -127, 127}),
+                  b.in({5, 2}, F32, {Fill::Uniform, 0.01, 0.05}),
+                  b.in({5, 2}, F32, {Fill::Uniform, 0, 1})}));
+             std::vector<double> codes;
+             for (int i = 0; i < 4 * 64; ++i) codes.push_back(double((i * 29) % 0x7F));
+             b.out(b.op(Op(OpKind::DequantMatMul,
+                           ir::DequantMatMulAttrs{ir::QuantScheme::of(ir::QuantFormat::Fp8E4m3)}),
+                        {x, b.values({4, 64}, ir::DType::U8, codes),
+                         b.in({4}, F32, {Fill::Uniform, 0.001, 0.01}), b.values({1}, F32, {0})}));
+           });
   return cases;
 }
 
@@ -1243,7 +1269,7 @@ std::vector<Case> all_table_cases() {
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
                  ssm_cases,         control_cases,     recurrent_cases,     linalg_cases,
-                 quant_cases})
+                 quant_cases,       packed_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }

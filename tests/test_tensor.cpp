@@ -322,6 +322,12 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
       {OpKind::AvgPool2d, [&] { return rlx::avg_pool2d(img, {2, 2}); }},
       {OpKind::Fft, [&] { return rlx::fft::transform(v, true, rlx::ir::FftNorm::Ortho); }},
       {OpKind::Solve, [&] { return rlx::linalg::solve(rlx::eye(3) * 2.0f, rlx::ones({3})); }},
+      {OpKind::DequantMatMul,
+       [&] {
+         const auto q8 = rlx::quant::QuantScheme::of(rlx::quant::QuantFormat::Q8_0);
+         return rlx::quant::dequant_matmul(rlx::ones({1, 32}),
+                                           rlx::quant::pack(rlx::ones({2, 32}), q8), q8);
+       }},
       {OpKind::Slogdet, [&] { return rlx::linalg::slogdet(rlx::eye(3) * 2.0f).logabsdet; }},
       {OpKind::Cholesky, [&] { return rlx::linalg::cholesky(rlx::eye(3) * 2.0f); }},
       {OpKind::Qr, [&] { return rlx::linalg::qr(rlx::eye(3) * 2.0f).first; }},

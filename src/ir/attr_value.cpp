@@ -70,6 +70,13 @@ template <class T> AttrValue to_value(const T& v) {
     return a;
   } else if constexpr (std::is_same_v<T, SubGraph>) {
     return AttrValue::subgraph(v);
+  } else if constexpr (std::is_same_v<T, QuantScheme>) { // `Q4_0`, or `[Int8Block, 32]`
+    AttrValue name = AttrValue::ident(std::string(enum_name(v.format)));
+    if (!v.has_block_size()) return name;
+    AttrValue a;
+    a.kind = K::List;
+    a.list = {name, AttrValue::integer(v.block_size)};
+    return a;
   } else if constexpr (IsOptional<T>::value) {
     return v ? to_value(*v) : AttrValue::none();
   } else if constexpr (IsVector<T>::value || IsArray<T>::value) {
@@ -162,6 +169,21 @@ template <class T> void from_value(const AttrValue& v, T& out, const std::string
   } else if constexpr (std::is_same_v<T, SubGraph>) {
     if (v.kind != K::Graph) type_error(path, "a graph", v);
     out = v.graph;
+  } else if constexpr (std::is_same_v<T, QuantScheme>) {
+    const bool listed = v.kind == K::List && v.list.size() == 2;
+    const AttrValue& name = listed ? v.list[0] : v;
+    QuantFormat f{};
+    from_value(name, f, path);
+    QuantScheme q{f, 0};
+    if (q.has_block_size() != listed)
+      throw AttrError{path, q.has_block_size()
+                                ? "needs [" + std::string(enum_name(f)) + ", block_size]"
+                                : "takes no block size"};
+    if (listed) {
+      from_value(v.list[1], q.block_size, path + "[1]");
+      if (q.block_size <= 0) throw AttrError{path + "[1]", "block size must be positive"};
+    }
+    out = q;
   } else if constexpr (IsOptional<T>::value) {
     if (v.kind == K::None) {
       out.reset();

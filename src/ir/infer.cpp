@@ -104,6 +104,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_linalg(op, in);
     case Family::Quant:
       return detail::infer_quant(op, in);
+    case Family::Packed:
+      return detail::infer_packed(op, in);
     case Family::Recurrent:
       return detail::infer_recurrent(op, in);
     case Family::Ssm:

@@ -6,6 +6,7 @@
 #include "rlx/ir/attr_enums.hpp"
 #include "rlx/ir/dtype.hpp"
 #include "rlx/ir/op_kind.hpp"
+#include "rlx/ir/quant_scheme.hpp"
 
 #include <array>
 #include <cstdint>

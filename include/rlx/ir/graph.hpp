@@ -358,6 +358,20 @@ public:
   NodeId rope_n_styled(NodeId x, NodeId cos, NodeId sin, int64_t head_dim, int64_t n_rot,
                        RopeStyle style, Loc loc = Loc::current());
 
+  // ---- Packed quantized weights (src/builders/packed.cpp; ops.def's dequant_matmul). W [n, k]
+  // is stored packed with rows along k (GGUF's layout); out_shape is [m, n] f32.
+  /// x [m, k] times the dequantized W: (x, w_q, scale, zp) for Int8Block, Int8BlockAsym,
+  /// Int4Block, Fp8E4m3/E5m2 and Nvfp4Block (codes, block scales, global scale); for a GGUF
+  /// scheme only x and w_q (the packed bytes) are read, as dequant_matmul_packed.
+  NodeId dequant_matmul(NodeId x, NodeId w_q, NodeId scale, NodeId zp, QuantScheme scheme,
+                        Shape out_shape, Loc loc = Loc::current());
+  /// x [m, k] times W stored as packed bytes u8 [n, row_bytes] of any scheme.
+  NodeId dequant_matmul_packed(NodeId x, NodeId packed_w, QuantScheme scheme, Shape out_shape,
+                               Loc loc = Loc::current());
+  /// NVFP4: codes u8 [n, k/2], E4M3 block scales u8 [n, k/16], global scale f32 [1].
+  NodeId dequant_matmul_nvfp4(NodeId x, NodeId w_q, NodeId block_scales, NodeId global_scale,
+                              Shape out_shape, Loc loc = Loc::current());
+
   // ---- Linear algebra (src/builders/linalg.cpp; the kinds are ops.def's Linalg family, any
   // other through add_inferred).
   /// Dense linear solve x = A^-1 b (LU with partial pivoting): A [N, N], b [N] (one right-hand

@@ -39,6 +39,7 @@ enum class Family : uint8_t {
   Spectral,
   Linalg,
   Quant,
+  Packed,
   Recurrent,
   Ssm,
   Control,
