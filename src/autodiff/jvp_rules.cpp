@@ -1,6 +1,7 @@
 // src/autodiff/jvp_rules.cpp -- the JVP table: one entry per differentiable op kind. Linear
 // kinds apply themselves to the tangents (the engine does that); the others have a rule that
 // appends the tangent of the node's value from its operands' tangents.
+#include "collective.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "rules.hpp"
@@ -147,6 +148,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::jvp_qr},
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
+    {OpKind::AllReduce, kRule, collective::jvp_all_reduce},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Scan, kRule, jvp_scan},
 };

@@ -1,6 +1,7 @@
 // src/autodiff/vjp_rules.cpp -- the VJP table: one entry per differentiable op kind. A rule
 // receives the node (operands already in the gradient graph), the cotangent dy of its value and
 // which operands need a cotangent, and appends those cotangents with the graph builders.
+#include "collective.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "rules.hpp"
@@ -509,6 +510,13 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::vjp_qr},
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
+    {OpKind::AllReduce, kRule, collective::vjp_all_reduce},
+    {OpKind::AllGather, kRule, collective::vjp_all_gather},
+    {OpKind::ReduceScatter, kRule, collective::vjp_reduce_scatter},
+    {OpKind::Broadcast, kRule, collective::vjp_broadcast},
+    {OpKind::ReduceToRoot, kRule, collective::vjp_reduce_to_root},
+    {OpKind::Send, kRule, collective::vjp_send},
+    {OpKind::Recv, kRule, collective::vjp_recv},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Scan, kRule, vjp_scan},
 };

@@ -108,6 +108,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_ssm(op, in);
     case Family::Control:
       return detail::infer_control(op, in);
+    case Family::Collective:
+      return detail::infer_collective(op, in);
     }
   } catch (const detail::DynamicUnknown&) {
     return std::nullopt;

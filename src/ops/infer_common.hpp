@@ -39,5 +39,6 @@ std::optional<Shape> infer_linalg(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_recurrent(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_ssm(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_control(const Op& op, std::span<const Shape> in);
+std::optional<Shape> infer_collective(const Op& op, std::span<const Shape> in);
 
 } // namespace rlx::ir::detail

@@ -41,6 +41,7 @@ enum class Family : uint8_t {
   Recurrent,
   Ssm,
   Control,
+  Collective,
 };
 std::string_view family_name(Family f);
 
