@@ -16,6 +16,8 @@
 
 #include <cstring>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 using rlx::Tensor;
@@ -360,6 +362,13 @@ TEST_CASE("dist: wrong ranks and sizes are rlx::Errors naming the function and t
 
 int main(int argc, char** argv) {
   rlx::dist::init();
+  // --throw-on-rank R: rank R throws while the others wait in an all_reduce; the job must end
+  // (the terminate handler's MPI_Abort) with the message, not hang (tests/meson.build).
+  if (argc == 3 && std::string(argv[1]) == "--throw-on-rank") {
+    if (R() == std::stoi(argv[2])) throw std::runtime_error("this rank failed on purpose");
+    (void)rlx::dist::all_reduce(rlx::ones({1})).item<float>();
+    return 0;
+  }
   doctest::Context context(argc, argv);
   int failed = context.run() != 0 ? 1 : 0;
   // A rank whose checks failed fails every rank (mpirun reports the first non-zero exit).
