@@ -10,7 +10,8 @@
 #     tools/repl/engine.cpp, asmjit only under jit/asmjit/, FFTW only in jit/fft*.cpp (the
 #     probe and the JIT's FFT steps, fftw_kernels.cpp), ONNX and protobuf headers only in
 #     src/onnx/proto.cpp (the importer reads protobuf-free structs), LAPACKE only in
-#     src/interp/linalg.cpp (the factorization kernels).
+#     src/interp/linalg.cpp (the factorization kernels), MPI only in src/dist/mpi.cpp (the
+#     transport under rlx::dist).
 set -u
 root=${1:?usage: check_layout.sh SOURCE_ROOT}
 cd "$root" || exit 2
@@ -46,6 +47,8 @@ bad=$(grep -rln '#include *<fftw3.h>' src include tools tests jit examples 2>/de
 if [ -n "$bad" ]; then echo "FFTW outside jit/fft*.cpp:"; echo "$bad"; status=1; fi
 bad=$(grep -rlnE '#include *<lapacke[a-z_]*\.h>' src include tools tests jit examples 2>/dev/null | grep -v '^src/interp/linalg.cpp$')
 if [ -n "$bad" ]; then echo "LAPACKE outside src/interp/linalg.cpp:"; echo "$bad"; status=1; fi
+bad=$(grep -rlnE '#include *<mpi\.h>' src include tools tests jit examples 2>/dev/null | grep -v '^src/dist/mpi.cpp$')
+if [ -n "$bad" ]; then echo "MPI outside src/dist/mpi.cpp:"; echo "$bad"; status=1; fi
 bad=$(grep -rlnE '#include *<(onnx|google/protobuf)/' src include tools tests jit 2>/dev/null | grep -v '^src/onnx/proto.cpp$')
 if [ -n "$bad" ]; then echo "ONNX or protobuf headers outside src/onnx/proto.cpp:"; echo "$bad"; status=1; fi
 [ $status -eq 0 ] && echo "layout rules hold"

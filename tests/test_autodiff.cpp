@@ -381,6 +381,26 @@ std::vector<Case> cases() {
         register_op("autodiff.cube", cube, true);
         return g.custom_op("autodiff.cube", {}, {a[0]});
       }));
+  // The collectives on this one-process job (each is the identity there, so the rules' wiring
+  // and shapes are what this checks; tests/test_dist.cpp checks them across ranks). Times x so
+  // the cotangent reaching them is not all ones; a message to this rank comes back.
+  for (CollectiveOp op :
+       {CollectiveOp::Sum, CollectiveOp::Mean, CollectiveOp::Max, CollectiveOp::Min})
+    cs.push_back(graph_case(
+        "all_reduce " + std::string(enum_name(op)), {F({M, N})},
+        [op](Graph& g, std::span<const NodeId> a) { return g.mul(g.all_reduce(a[0], op), a[0]); }));
+  cs.push_back(graph_case("all_gather and reduce_scatter", {F({M, N})},
+                          [](Graph& g, std::span<const NodeId> a) {
+                            return g.mul(g.reduce_scatter(g.all_gather(a[0], 1), 0), a[0]);
+                          }));
+  cs.push_back(graph_case("broadcast and reduce_to_root", {F({M, N})},
+                          [](Graph& g, std::span<const NodeId> a) {
+                            return g.mul(g.reduce_to_root(g.broadcast(a[0], 0), 0), a[0]);
+                          }));
+  cs.push_back(graph_case("recv of a send to this rank", {F({M, N})},
+                          [](Graph& g, std::span<const NodeId> a) {
+                            return g.mul(g.recv(g.send(a[0], 0, 11), 0, 11), a[0]);
+                          }));
   return cs;
 }
 

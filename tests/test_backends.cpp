@@ -1258,6 +1258,24 @@ std::vector<Case> packed_cases() {
                         {x, b.values({4, 64}, ir::DType::U8, codes),
                          b.in({4}, F32, {Fill::Uniform, 0.001, 0.01}), b.values({1}, F32, {0})}));
            });
+/// The Collective kinds on a job of one process (the suite's): every reduction, gather and
+/// scatter leaves x as it is and a message to this rank comes back; both backends run the same
+/// kernels (the JIT's interpreter steps). Several ranks: tests/test_dist.cpp.
+std::vector<Case> collective_cases() {
+  std::vector<Case> cases;
+  for (DType t : {F32, F64})
+    add_case(cases, "collectives of one rank " + dt(t), [&](Builder& b) {
+      NodeId x = b.in({3, 4}, t, {Fill::Uniform, -2, 2});
+      for (ir::CollectiveOp op : {ir::CollectiveOp::Sum, ir::CollectiveOp::Mean,
+                                  ir::CollectiveOp::Max, ir::CollectiveOp::Min})
+        b.out(b.op(Op(OpKind::AllReduce, ir::AllReduceAttrs{op}), {x}));
+      b.out(b.op(Op(OpKind::AllGather, ir::GatherRanksAttrs{1, 1}), {x}));
+      b.out(b.op(Op(OpKind::ReduceScatter, ir::GatherRanksAttrs{0, 1}), {x}));
+      b.out(b.op(Op(OpKind::Broadcast, ir::RootAttrs{0}), {x}));
+      b.out(b.op(Op(OpKind::ReduceToRoot, ir::RootAttrs{0}), {x}));
+      NodeId sent = b.op(Op(OpKind::Send, ir::PeerAttrs{0, 5}), {x});
+      b.out(b.op(Op(OpKind::Recv, ir::PeerAttrs{0, 5}), {sent}));
+    });
   return cases;
 }
 
@@ -1270,6 +1288,7 @@ std::vector<Case> all_table_cases() {
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
                  ssm_cases,         control_cases,     recurrent_cases,     linalg_cases,
                  quant_cases,       packed_cases})
+                 collective_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }

@@ -355,6 +355,14 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
        }},
       {OpKind::Lfilter,
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
+      // The collectives on this one-process job (rlx::dist; a message to this rank itself).
+      {OpKind::AllReduce, [&] { return rlx::dist::all_reduce(v, rlx::dist::CollectiveOp::Max); }},
+      {OpKind::AllGather, [&] { return rlx::dist::all_gather(v); }},
+      {OpKind::ReduceScatter, [&] { return rlx::dist::reduce_scatter(v); }},
+      {OpKind::Broadcast, [&] { return rlx::dist::broadcast(v); }},
+      {OpKind::ReduceToRoot, [&] { return rlx::dist::reduce(v); }},
+      {OpKind::Send, [&] { return rlx::dist::recv(rlx::dist::send(v, 0, 3), 0, 3); }},
+      {OpKind::Recv, [&] { return rlx::dist::recv(rlx::dist::send(v, 0, 4), 0, 4); }},
       {OpKind::Lstm,
        [&] {
          return rlx::nn::lstm(rlx::ones({1, 2, 3}),

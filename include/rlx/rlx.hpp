@@ -9,6 +9,7 @@
 #pragma once
 
 #include "rlx/display.hpp"
+#include "rlx/dist.hpp"
 #include "rlx/error.hpp"
 #include "rlx/fft.hpp"
 #include "rlx/gguf.hpp"

@@ -2,6 +2,7 @@
 // kinds apply themselves to the tangents (the engine does that); the others have a rule that
 // appends the tangent of the node's value from its operands' tangents.
 #include "custom.hpp"
+#include "collective.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "quant.hpp"
@@ -150,6 +151,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
     {OpKind::FakeQuantize, kRule, quant::jvp_fake_quantize},
+    {OpKind::AllReduce, kRule, collective::jvp_all_reduce},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Custom, kRule, jvp_custom_op},
     {OpKind::Scan, kRule, jvp_scan},

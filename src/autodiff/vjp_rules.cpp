@@ -2,6 +2,7 @@
 // receives the node (operands already in the gradient graph), the cotangent dy of its value and
 // which operands need a cotangent, and appends those cotangents with the graph builders.
 #include "custom.hpp"
+#include "collective.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "quant.hpp"
@@ -512,6 +513,13 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
     {OpKind::FakeQuantize, kRule, quant::vjp_fake_quantize},
+    {OpKind::AllReduce, kRule, collective::vjp_all_reduce},
+    {OpKind::AllGather, kRule, collective::vjp_all_gather},
+    {OpKind::ReduceScatter, kRule, collective::vjp_reduce_scatter},
+    {OpKind::Broadcast, kRule, collective::vjp_broadcast},
+    {OpKind::ReduceToRoot, kRule, collective::vjp_reduce_to_root},
+    {OpKind::Send, kRule, collective::vjp_send},
+    {OpKind::Recv, kRule, collective::vjp_recv},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Custom, kRule, vjp_custom_op},
     {OpKind::Scan, kRule, vjp_scan},

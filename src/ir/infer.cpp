@@ -114,6 +114,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_control(op, in);
     case Family::Custom:
       return detail::infer_custom(op, in);
+    case Family::Collective:
+      return detail::infer_collective(op, in);
     }
   } catch (const detail::DynamicUnknown&) {
     return std::nullopt;

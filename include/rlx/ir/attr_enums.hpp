@@ -30,6 +30,8 @@ RLX_ENUM(InterpMode, Linear, Nearest)
 RLX_ENUM(FftNorm, Backward, Forward, Ortho)
 /// Analysis windows of spectrogram, periodic (scipy.signal.get_window's default).
 RLX_ENUM(WindowKind, Rectangular, Hann, Hamming, Blackman)
+/// How all_reduce combines the ranks' values (rlx::dist).
+RLX_ENUM(CollectiveOp, Sum, Mean, Max, Min)
 
 /// RLX's MaskKind: a mask type plus the window size of SlidingWindow.
 struct MaskKind {

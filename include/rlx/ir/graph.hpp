@@ -409,6 +409,24 @@ public:
   NodeId q_conv2d(NodeId x, NodeId w, NodeId bias, Ints2 kernel_size, Ints2 stride, Ints2 padding,
                   Ints2 dilation, int64_t groups, int32_t x_zp, int32_t w_zp, int32_t out_zp,
                   float mult, Shape out_shape, Loc loc = Loc::current());
+  // ---- Collectives (src/builders/collective.cpp; ops.def's Collective family, rlx::dist). They
+  // communicate with the other processes of the job when the graph runs; every rank must run
+  // the same collectives in the same order. all_gather and reduce_scatter record the job's size
+  // (rlx::dist::size()) as their `ranks`. A root or peer outside [0, size) is an rlx::Error.
+  /// op (sum, mean, max, min) over every rank's x; the same result on each rank.
+  NodeId all_reduce(NodeId x, CollectiveOp op, Loc loc = Loc::current());
+  /// The ranks' x concatenated along axis, in rank order.
+  NodeId all_gather(NodeId x, int64_t axis, Loc loc = Loc::current());
+  /// The sum over ranks of x, split along axis into size() blocks; this rank's block.
+  NodeId reduce_scatter(NodeId x, int64_t axis, Loc loc = Loc::current());
+  /// Root's x on every rank.
+  NodeId broadcast(NodeId x, int64_t root, Loc loc = Loc::current());
+  /// The sum over ranks of x on root, zeros on the other ranks.
+  NodeId reduce_to_root(NodeId x, int64_t root, Loc loc = Loc::current());
+  /// Sends x to rank peer under tag; its value is x.
+  NodeId send(NodeId x, int64_t peer, int64_t tag, Loc loc = Loc::current());
+  /// What rank peer sends under tag, of like's shape and dtype.
+  NodeId recv(NodeId like, int64_t peer, int64_t tag, Loc loc = Loc::current());
 
   // ---- Spectral and signal processing (src/builders/spectral.cpp). Primitives: fft (last
   // axis; f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved), lfilter,

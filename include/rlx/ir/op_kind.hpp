@@ -44,6 +44,7 @@ enum class Family : uint8_t {
   Ssm,
   Control,
   Custom, ///< ops registered at run time (rlx::register_op)
+  Collective,
 };
 std::string_view family_name(Family f);
 

@@ -1,0 +1,68 @@
+// bench/bench_dist.cpp -- rlx's all_reduce against a raw MPI_Allreduce on the same bytes, per
+// message size (osu_allreduce style: a barrier, then `iters` back-to-back calls, the slowest
+// rank's mean time), and the data-parallel step of a small MLP. Run under mpirun:
+//
+//   mpirun -np 2 build-bench/bench/bench_dist        # rank 0 prints markdown tables
+//
+// rlx's side is a compiled graph holding one all_reduce (sum, f32) run on a Buffer: what a jitted
+// step pays per collective (the interpreter step, one copy of the operand into its result, the
+// call). MPI's side reduces in place in a std::vector.
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+#include <rlx/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// The slowest rank's mean seconds per call of f.
+template <class F> double time_calls(int iters, F&& f) {
+  for (int i = 0; i < 3; ++i) f(); // warm up (connections, pages)
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now();
+  for (int i = 0; i < iters; ++i) f();
+  double mine = (now() - t0) / iters, worst = 0;
+  MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+} // namespace
+
+int main() {
+  rlx::dist::init();
+  const int rank = rlx::dist::rank(), ranks = rlx::dist::size();
+  if (rank == 0) {
+    std::printf("all_reduce (sum, f32) on %d ranks: rlx's op vs MPI_Allreduce\n\n", ranks);
+    std::printf(
+        "| bytes | MPI us | rlx us | rlx / MPI | MPI GB/s (bus) |\n|---|---|---|---|---|\n");
+  }
+  for (int64_t bytes = 8; bytes <= (int64_t(1) << 26); bytes *= 4) {
+    const int64_t n = bytes / 4;
+    const int iters = bytes <= 65536 ? 2000 : bytes <= (1 << 22) ? 100 : 10;
+    std::vector<float> raw(std::size_t(n), 1.0f);
+    double t_mpi = time_calls(iters, [&] {
+      MPI_Allreduce(MPI_IN_PLACE, raw.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    });
+    rlx::ir::Graph g("all_reduce");
+    rlx::ir::NodeId x = g.input("x", rlx::ir::Shape({n}, rlx::ir::DType::F32));
+    g.set_outputs({g.all_reduce(x, rlx::ir::CollectiveOp::Sum)});
+    auto exe = rlx::compile(g, rlx::Backend::Jit);
+    rlx::Buffer in(rlx::ir::Shape({n}, rlx::ir::DType::F32));
+    std::vector<const rlx::Buffer*> leaves{&in};
+    double t_rlx = time_calls(iters, [&] { (void)exe->run(leaves); });
+    // Bus bandwidth as osu and nccl-tests report it: 2 (P-1)/P of the bytes cross each link.
+    double bus = ranks > 1 ? double(bytes) * 2.0 * (ranks - 1) / ranks / t_mpi / 1e9 : 0.0;
+    if (rank == 0)
+      std::printf("| %lld | %.2f | %.2f | %.3f | %.2f |\n", static_cast<long long>(bytes),
+                  t_mpi * 1e6, t_rlx * 1e6, t_rlx / t_mpi, bus);
+  }
+  rlx::dist::finalize();
+  return 0;
+}

@@ -1,0 +1,51 @@
+// src/dist/comm.hpp -- the transport under rlx::dist and the Collective kernels: MPI calls on raw
+// buffers (src/dist/mpi.cpp, the only file with MPI headers), or one process without MPI
+// (src/dist/serial.cpp). Every function checks MPI's return code and throws rlx::Error naming
+// `what` (the op) and MPI's message.
+#pragma once
+
+#include "rlx/error.hpp"
+#include "rlx/ir/attr_enums.hpp"
+#include "rlx/ir/dtype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace rlx::dist::detail {
+
+/// x <- op over ranks of x, count elements of dtype t (f32, f64, i32, i64), in place.
+void all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op, std::string_view what);
+/// out <- the ranks' `in` (bytes each) one after the other, in rank order.
+void all_gather(const void* in, void* out, int64_t bytes, std::string_view what);
+/// out (count elements) <- block `rank` of the sum over ranks of in (size() * count elements).
+void reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
+                        std::string_view what);
+/// x <- root's x (bytes), in place.
+void broadcast(void* x, int64_t bytes, int root, std::string_view what);
+/// out <- sum over ranks of in on root (count elements); out is untouched elsewhere.
+void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
+                std::string_view what);
+/// Point to point. A message to this rank itself (peer == rank()) is queued in the process and
+/// taken by the next recv of that tag, so a graph may send to itself (and a single process can
+/// run send and recv); a recv with no such message queued is an rlx::Error, not a wait.
+void send(const void* x, int64_t bytes, int peer, int tag, std::string_view what);
+void recv(void* x, int64_t bytes, int peer, int tag, std::string_view what);
+/// The transport's own send and recv (other ranks only).
+void send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what);
+void recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what);
+
+/// The job's state: rank 0 of 1 until start() and after stop().
+int rank();
+int size();
+/// Whether this transport is MPI.
+bool is_mpi();
+/// Joins the job (idempotent); whether it is joined.
+void start();
+bool started();
+void barrier(std::string_view what);
+void stop();
+/// Ends every process of the job with `code` (MPI_Abort), or this one without MPI.
+[[noreturn]] void abort_job(int code);
+
+} // namespace rlx::dist::detail

@@ -1,0 +1,245 @@
+// src/dist/mpi.cpp -- the transport on MPI (the only file with MPI headers). rlx talks on its own
+// duplicate of MPI_COMM_WORLD, so a program's own MPI traffic never matches rlx's messages, with
+// MPI_ERRORS_RETURN on it: every call's return code is checked and turned into an rlx::Error
+// naming the op and MPI's message (MPI's default handler would abort without saying which op).
+// Calls are serialized by a mutex: rlx asks for MPI_THREAD_SERIALIZED (the thread pool never
+// communicates; whichever thread evaluates a graph does) and accepts MPI_THREAD_FUNNELED, under
+// which the thread that called init() must be the one that runs collectives.
+#include "comm.hpp"
+
+// The C++ bindings (deprecated, and not warning-free with clang) are not used.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace rlx::dist::detail {
+
+namespace {
+
+struct State {
+  std::mutex mutex;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  bool started = false, we_initialized = false;
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+/// Whether a launcher (mpirun, srun, hydra) started this process: only then is MPI joined. A
+/// program run alone stays one process without MPI's singleton start-up.
+bool launched() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+void check(int rc, std::string_view what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  fail(ErrorKind::Runtime, what, ": MPI failed: ", std::string_view(msg, std::size_t(len)));
+}
+
+MPI_Datatype mpi_type(ir::DType t, std::string_view what) {
+  switch (t) {
+  case ir::DType::F32:
+    return MPI_FLOAT;
+  case ir::DType::F64:
+    return MPI_DOUBLE;
+  case ir::DType::I32:
+    return MPI_INT32_T;
+  case ir::DType::I64:
+    return MPI_INT64_T;
+  default:
+    fail(ErrorKind::Type, what, ": MPI cannot reduce ", ir::dtype_name(t), " values");
+  }
+}
+
+MPI_Op mpi_op(ir::CollectiveOp op) {
+  switch (op) {
+  case ir::CollectiveOp::Max:
+    return MPI_MAX;
+  case ir::CollectiveOp::Min:
+    return MPI_MIN;
+  default:
+    return MPI_SUM; // Mean divides the sum afterwards
+  }
+}
+
+/// MPI counts are int: a larger message goes in pieces of at most INT_MAX / 2 elements.
+constexpr int64_t kChunk = INT_MAX / 2;
+
+int small_count(int64_t n, std::string_view what) {
+  if (n > INT_MAX) fail(ErrorKind::Limit, what, ": ", n, " elements exceed MPI's int counts");
+  return int(n);
+}
+
+template <class T> void divide(void* x, int64_t count, int by) {
+  T* p = static_cast<T*>(x);
+  for (int64_t i = 0; i < count; ++i) p[i] /= T(by);
+}
+
+} // namespace
+
+int rank() { return state().rank; }
+int size() { return state().size; }
+bool is_mpi() { return true; }
+bool started() { return state().started; }
+
+void start() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.started || !launched()) return;
+  int flag = 0;
+  MPI_Initialized(&flag);
+  if (!flag) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      fail(ErrorKind::Runtime, "dist::init: MPI_Init_thread failed");
+    s.we_initialized = true;
+    if (provided < MPI_THREAD_FUNNELED)
+      fail(ErrorKind::Runtime, "dist::init: this MPI gives no thread support (level ", provided,
+           "); rlx needs MPI_THREAD_FUNNELED or higher");
+  }
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.comm), "dist::init");
+  check(MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN), "dist::init");
+  check(MPI_Comm_rank(s.comm, &s.rank), "dist::init");
+  check(MPI_Comm_size(s.comm, &s.size), "dist::init");
+  s.started = true;
+  // A program that ends without finalize() still leaves the job cleanly (mpirun reports a
+  // process that exits without MPI_Finalize as failed).
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
+    std::atexit([] { stop(); });
+  }
+}
+
+void stop() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.started) return;
+  MPI_Comm_free(&s.comm);
+  s.started = false;
+  s.rank = 0;
+  s.size = 1;
+  int done = 0;
+  MPI_Finalized(&done);
+  if (s.we_initialized && !done) MPI_Finalize();
+}
+
+void barrier(std::string_view what) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.started) check(MPI_Barrier(s.comm), what);
+}
+
+void abort_job(int code) {
+  State& s = state();
+  if (s.started) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+void all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op, std::string_view what) {
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  if (!s.started || s.size == 1) return; // one rank: the value is its own sum, max and mean
+  std::lock_guard lock(s.mutex);
+  auto* p = static_cast<std::byte*>(x);
+  std::size_t elem = ir::size_bytes(t);
+  for (int64_t at = 0; at < count; at += kChunk) {
+    int n = int(std::min(kChunk, count - at));
+    check(MPI_Allreduce(MPI_IN_PLACE, p + std::size_t(at) * elem, n, type, mpi_op(op), s.comm),
+          what);
+  }
+  if (op == ir::CollectiveOp::Mean) {
+    if (t == ir::DType::F32)
+      divide<float>(x, count, s.size);
+    else
+      divide<double>(x, count, s.size);
+  }
+}
+
+void all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
+  State& s = state();
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(bytes));
+    return;
+  }
+  std::lock_guard lock(s.mutex);
+  int n = small_count(bytes, what);
+  check(MPI_Allgather(in, n, MPI_BYTE, out, n, MPI_BYTE, s.comm), what);
+}
+
+void reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
+                        std::string_view what) {
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
+    return;
+  }
+  std::lock_guard lock(s.mutex);
+  check(MPI_Reduce_scatter_block(in, out, small_count(count, what), type, MPI_SUM, s.comm), what);
+}
+
+void broadcast(void* x, int64_t bytes, int root, std::string_view what) {
+  State& s = state();
+  if (!s.started || s.size == 1) return;
+  std::lock_guard lock(s.mutex);
+  auto* p = static_cast<std::byte*>(x);
+  for (int64_t at = 0; at < bytes; at += kChunk)
+    check(MPI_Bcast(p + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, root, s.comm), what);
+}
+
+void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
+                std::string_view what) {
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  std::size_t elem = ir::size_bytes(t);
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(count) * elem);
+    return;
+  }
+  std::lock_guard lock(s.mutex);
+  auto* o = static_cast<std::byte*>(out);
+  const auto* i = static_cast<const std::byte*>(in);
+  for (int64_t at = 0; at < count; at += kChunk) {
+    int n = int(std::min(kChunk, count - at));
+    std::size_t off = std::size_t(at) * elem;
+    check(MPI_Reduce(i + off, s.rank == root ? o + off : nullptr, n, type, MPI_SUM, root, s.comm),
+          what);
+  }
+}
+
+void send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  State& s = state();
+  if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to send to");
+  std::lock_guard lock(s.mutex);
+  const auto* p = static_cast<const std::byte*>(x);
+  for (int64_t at = 0; at < bytes; at += kChunk)
+    check(MPI_Send(p + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm), what);
+}
+
+void recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  State& s = state();
+  if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to receive");
+  std::lock_guard lock(s.mutex);
+  auto* p = static_cast<std::byte*>(x);
+  for (int64_t at = 0; at < bytes; at += kChunk)
+    check(MPI_Recv(p + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
+                   MPI_STATUS_IGNORE),
+          what);
+}
+
+} // namespace rlx::dist::detail

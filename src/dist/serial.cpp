@@ -1,0 +1,37 @@
+// src/dist/serial.cpp -- the transport of a build without MPI: the job is this one process, so
+// every collective is a copy and there is no peer to send to.
+#include "comm.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace rlx::dist::detail {
+
+int rank() { return 0; }
+int size() { return 1; }
+bool is_mpi() { return false; }
+void start() {}
+bool started() { return false; }
+void barrier(std::string_view) {}
+void stop() {}
+void abort_job(int code) { std::_Exit(code); }
+
+void all_reduce(void*, int64_t, ir::DType, ir::CollectiveOp, std::string_view) {}
+void all_gather(const void* in, void* out, int64_t bytes, std::string_view) {
+  std::memcpy(out, in, std::size_t(bytes));
+}
+void reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t, std::string_view) {
+  std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
+}
+void broadcast(void*, int64_t, int, std::string_view) {}
+void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int, std::string_view) {
+  std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
+}
+void send_to(const void*, int64_t, int, int, std::string_view what) {
+  fail(ErrorKind::Unsupported, what, ": this rlx is built without MPI; there is no other rank");
+}
+void recv_from(void*, int64_t, int, int, std::string_view what) {
+  fail(ErrorKind::Unsupported, what, ": this rlx is built without MPI; there is no other rank");
+}
+
+} // namespace rlx::dist::detail
