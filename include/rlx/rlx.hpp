@@ -22,6 +22,8 @@
 #include "rlx/optim.hpp"
 #include "rlx/pytree.hpp"
 #include "rlx/random.hpp"
+#include "rlx/sampling.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"
+#include "rlx/vq.hpp"

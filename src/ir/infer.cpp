@@ -102,6 +102,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_spectral(op, in);
     case Family::Linalg:
       return detail::infer_linalg(op, in);
+    case Family::Random:
+      return detail::infer_random(op, in);
     case Family::Recurrent:
       return detail::infer_recurrent(op, in);
     case Family::Ssm:

@@ -36,6 +36,7 @@ std::optional<Shape> infer_norm_attention(const Op& op, std::span<const Shape> i
 std::optional<Shape> infer_conv_pool(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_spectral(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_linalg(const Op& op, std::span<const Shape> in);
+std::optional<Shape> infer_random(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_recurrent(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_ssm(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_control(const Op& op, std::span<const Shape> in);

@@ -38,6 +38,7 @@ enum class Family : uint8_t {
   Pool,
   Spectral,
   Linalg,
+  Random,
   Recurrent,
   Ssm,
   Control,
