@@ -327,6 +327,8 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
       {OpKind::Qr, [&] { return rlx::linalg::qr(rlx::eye(3) * 2.0f).first; }},
       {OpKind::Svd, [&] { return rlx::linalg::svdvals(rlx::eye(3) * 2.0f); }},
       {OpKind::Eigh, [&] { return rlx::linalg::eigvalsh(rlx::eye(3) * 2.0f); }},
+      {OpKind::Random, [&] { return rlx::random::uniform(rlx::random::key_data(3), {4}); }},
+      {OpKind::Sample, [&] { return rlx::sample(m, 2, 0.9, 0.7, 5).astype(rlx::DType::F32); }},
       {OpKind::Lfilter,
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
       {OpKind::Lstm,
