@@ -1276,6 +1276,29 @@ std::vector<Case> collective_cases() {
       NodeId sent = b.op(Op(OpKind::Send, ir::PeerAttrs{0, 5}), {x});
       b.out(b.op(Op(OpKind::Recv, ir::PeerAttrs{0, 5}), {sent}));
     });
+/// The Random family runs the interpreter's kernels on both backends (the JIT's interpreter
+/// steps): every distribution and key operation, and sample with a seed and with a key operand.
+std::vector<Case> random_cases() {
+  std::vector<Case> cases;
+  add_case(cases, "random draws of every kind, and sample", [&](Builder& b) {
+    NodeId key = b.values({}, I64, {12345});
+    auto draw = [&](ir::RandomDist dist, Dims sizes, DType t, double lo, double hi, int64_t ilo,
+                    int64_t ihi) {
+      b.out(b.op(Op(OpKind::Random, ir::RandomAttrs{dist, sizes, t, lo, hi, ilo, ihi}), {key}));
+    };
+    draw(ir::RandomDist::Uniform, {3, 4}, F32, -1, 2, 0, 0);
+    draw(ir::RandomDist::Normal, {5}, F64, 0, 1, 0, 0);
+    draw(ir::RandomDist::Gumbel, {5}, F32, 0, 1, 0, 0);
+    draw(ir::RandomDist::Exponential, {5}, F64, 0, 1, 0, 0);
+    draw(ir::RandomDist::Bernoulli, {7}, DType::Bool, 0.4, 1, 0, 0);
+    draw(ir::RandomDist::Randint, {6}, I32, 0, 1, -4, 9);
+    draw(ir::RandomDist::Permutation, {5}, I64, 0, 1, 0, 8);
+    draw(ir::RandomDist::Split, {3}, I64, 0, 1, 0, 0);
+    draw(ir::RandomDist::FoldIn, {}, I64, 0, 1, 99, 0);
+    NodeId logits = b.in({3, 9}, F32, {Fill::Uniform, -2, 2});
+    b.out(b.op(Op(OpKind::Sample, ir::SampleAttrs{3, 0.9f, 0.8f, 7}), {logits}));
+    b.out(b.op(Op(OpKind::Sample, ir::SampleAttrs{0, 1.0f, 1.0f, 0}), {logits, key}));
+  });
   return cases;
 }
 
@@ -1287,8 +1310,7 @@ std::vector<Case> all_table_cases() {
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
                  ssm_cases,         control_cases,     recurrent_cases,     linalg_cases,
-                 quant_cases,       packed_cases})
-                 collective_cases})
+                 quant_cases,       packed_cases,      collective_cases,    random_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }

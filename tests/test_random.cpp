@@ -264,4 +264,150 @@ TEST_CASE("bad requests name the function and the caller's line") {
               "random::categorical");
 }
 
+// ---- Tensor keys: draws recorded as `random` ops (the same counter RNG, so the same bits).
+
+/// Whether a and b hold the same values of the same dtype, compared exactly (i64 keys too).
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  switch (a.dtype()) {
+  case DType::F32:
+    return a.to_vector<float>() == b.to_vector<float>();
+  case DType::F64:
+    return a.to_vector<double>() == b.to_vector<double>();
+  case DType::I32:
+    return a.to_vector<int32_t>() == b.to_vector<int32_t>();
+  default:
+    return a.cast(DType::I64).to_vector<int64_t>() == b.cast(DType::I64).to_vector<int64_t>();
+  }
+}
+
+/// Every distribution drawn from a Tensor key, and the host key with the same bits.
+std::vector<std::pair<Tensor, Tensor>> traced_and_host_draws(uint64_t bits) {
+  random::Key host(bits);
+  random::Key traced(random::key_data(host));
+  REQUIRE(traced.is_tensor());
+  std::vector<std::pair<Tensor, Tensor>> out;
+  auto both = [&](const std::function<Tensor(random::Key)>& f) {
+    out.emplace_back(f(traced), f(host));
+  };
+  both([](random::Key k) { return random::uniform(k, {4, 5}, -1.0, 3.0); });
+  both([](random::Key k) { return random::uniform(k, {7}, 0.0, 1.0, DType::F64); });
+  both([](random::Key k) { return random::normal(k, {9}, 2.0, 0.5, DType::F64); });
+  both([](random::Key k) { return random::randint(k, -3, 1000, {11}, DType::I32); });
+  both([](random::Key k) { return random::permutation(k, 13); });
+  both([](random::Key k) { return random::choice(k, 20, {2, 3}, false); });
+  both([](random::Key k) {
+    return random::choice(k, 5, {8}, true, rlx::tensor({1.f, 2.f, 0.f, 3.f, 4.f}));
+  });
+  both([](random::Key k) { return random::bernoulli(k, 0.3, {3, 4}); });
+  both([](random::Key k) { return random::gumbel(k, {6}, DType::F64); });
+  both([](random::Key k) { return random::exponential(k, {6}); });
+  both([](random::Key k) { return random::categorical(k, rlx::zeros({3, 5})); });
+  both([](random::Key k) { return random::key_data(random::fold_in(k, 77)); });
+  both([](random::Key k) { return random::key_data(random::split(k, 3)[2]); });
+  both([](random::Key k) {
+    return random::uniform(random::split2(random::fold_in(k, 5)).second, {3});
+  });
+  return out;
+}
+
+TEST_CASE("a Tensor key draws the host key's values bit for bit, for every function") {
+  on_both_backends([] {
+    for (uint64_t bits : {uint64_t(0), uint64_t(42), ~uint64_t(0) - 6}) {
+      CAPTURE(bits);
+      auto draws = traced_and_host_draws(bits);
+      for (std::size_t i = 0; i < draws.size(); ++i) {
+        CAPTURE(i);
+        const auto& [traced, host] = draws[i];
+        REQUIRE(traced.shape() == host.shape());
+        CHECK(same_values(traced, host));
+      }
+    }
+  });
+}
+
+TEST_CASE("inside rlx::jit a key argument draws afresh each call without recompiling") {
+  on_both_backends([] {
+    auto f = rlx::jit([](Tensor key) {
+      random::Key k(key);
+      return std::make_tuple(random::normal(k, {64}),
+                             random::key_data(random::fold_in(random::split(k, 2)[1], 3)));
+    });
+    std::set<std::vector<float>> seen;
+    for (uint64_t s = 0; s < 4; ++s) {
+      auto [draw, child] = f(random::key_data(s));
+      std::vector<float> v = draw.to_vector<float>();
+      CHECK(v == random::normal(s, {64}).to_vector<float>());
+      CHECK(child.item<int64_t>() == int64_t(random::fold_in(random::split(s, 2)[1], 3).value));
+      seen.insert(v);
+    }
+    CHECK(seen.size() == 4);
+    CHECK(f.stats().traces == 1);
+    CHECK(f.stats().compiles == 1);
+  });
+}
+
+TEST_CASE("a host key inside rlx::jit stays a constant of the trace") {
+  auto f = rlx::jit([](Tensor x) { return x + random::uniform(7, {3}); });
+  std::vector<float> want = random::uniform(7, {3}).to_vector<float>();
+  CHECK(f(rlx::zeros({3})).to_vector<float>() == want);
+  CHECK(f(rlx::zeros({3})).to_vector<float>() == want);
+}
+
+TEST_CASE("dropout zeroes a p fraction, scales the rest by 1 / (1 - p), and is x in eval") {
+  on_both_backends([] {
+    Tensor x = rlx::ones({100000});
+    std::vector<float> y = rlx::nn::dropout(x, 0.25, 3).to_vector<float>();
+    int64_t zeros = std::count(y.begin(), y.end(), 0.0f);
+    int64_t kept = std::count(y.begin(), y.end(), float(1 / 0.75));
+    CHECK(zeros + kept == 100000);
+    // Binomial(1e5, 0.25): sd 137; 6 sd is far beyond any fixed stream's luck.
+    CHECK(std::abs(double(zeros) - 25000.0) < 6 * 137);
+    CHECK(rlx::nn::dropout(x, 0.25, 3, false).to_vector<float>() == x.to_vector<float>());
+    CHECK(rlx::nn::dropout(x, 1.0, 3).sum().item<float>() == 0.0f);
+    CHECK(rlx::nn::dropout(x, 0.0, 3).to_vector<float>() == x.to_vector<float>());
+  });
+  check_error([] { (void)rlx::nn::dropout(rlx::ones({2}), 1.5, 3); }, ErrorKind::Value,
+              "nn::dropout: p must be in [0, 1]");
+}
+
+TEST_CASE("a jitted training step with dropout matches the eager step and compiles once") {
+  on_both_backends([] {
+    Tensor x = random::normal(1, {32, 4}), y = random::normal(2, {32, 1});
+    auto loss = [](Tensor w, Tensor xb, Tensor yb, Tensor key) {
+      Tensor h = rlx::nn::dropout(xb, 0.5, random::Key(key));
+      return rlx::square(rlx::matmul(h, w) - yb).mean();
+    };
+    auto step = rlx::jit([&](Tensor w, Tensor xb, Tensor yb, Tensor key) {
+      return w - rlx::grad(loss)(w, xb, yb, key) * 0.1f;
+    });
+    Tensor w = rlx::zeros({4, 1});
+    for (uint64_t i = 0; i < 3; ++i) {
+      Tensor key = random::key_data(random::fold_in(9, i));
+      Tensor eager = w - rlx::grad(loss)(w, x, y, key) * 0.1f;
+      Tensor next = step(w, x, y, key);
+      CHECK(rlx::allclose(next, eager, 1e-6, 1e-7));
+      CHECK_FALSE(rlx::allclose(next, w));
+      w = next;
+    }
+    // Two keys, two masks: the same step from the same w differs.
+    Tensor a = step(w, x, y, random::key_data(100)), b = step(w, x, y, random::key_data(101));
+    CHECK_FALSE(same_values(a, b));
+    CHECK(step.stats().traces == 1);
+    CHECK(step.stats().compiles == 1);
+  });
+}
+
+TEST_CASE("a key that is not an i64 scalar is an rlx::Error naming random and the line") {
+  std::string msg = check_error([] { (void)random::uniform(random::Key(rlx::zeros({2})), {3}); },
+                                ErrorKind::Type, "random: the key must be an i64 scalar");
+  CHECK(msg.find("test_random.cpp") != std::string::npos);
+  check_error(
+      [] {
+        (void)random::choice(random::Key(random::key_data(1)), 4, {2}, false,
+                             rlx::tensor({1.f, 1.f, 1.f, 1.f}));
+      },
+      ErrorKind::Value, "a host key");
+}
+
 } // namespace

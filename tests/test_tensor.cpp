@@ -353,6 +353,8 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
          return q::q_conv2d(q::quantize_per_tensor(img, 0.1f, 0),
                             q::quantize_per_tensor(w2, 0.1f, 0), std::nullopt, 0, {0}, 0, {0.5f});
        }},
+      {OpKind::Random, [&] { return rlx::random::uniform(rlx::random::key_data(3), {4}); }},
+      {OpKind::Sample, [&] { return rlx::sample(m, 2, 0.9, 0.7, 5).astype(rlx::DType::F32); }},
       {OpKind::Lfilter,
        [&] { return rlx::lfilter(v, rlx::tensor({0.5f, 0.5f}), rlx::tensor({1.f})); }},
       // The collectives on this one-process job (rlx::dist; a message to this rank itself).

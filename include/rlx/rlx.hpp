@@ -26,6 +26,8 @@
 #include "rlx/quant.hpp"
 #include "rlx/quant_packed.hpp"
 #include "rlx/random.hpp"
+#include "rlx/sampling.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
 #include "rlx/tensor.hpp"
+#include "rlx/vq.hpp"

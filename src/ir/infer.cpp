@@ -106,6 +106,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_quant(op, in);
     case Family::Packed:
       return detail::infer_packed(op, in);
+    case Family::Random:
+      return detail::infer_random(op, in);
     case Family::Recurrent:
       return detail::infer_recurrent(op, in);
     case Family::Ssm:

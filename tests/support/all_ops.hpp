@@ -38,6 +38,9 @@ inline ir::Graph all_ops_graph() {
   add(OpKind::Clamp, ClampAttrs{-1e300, 1e-300}, {a});
   add(OpKind::ReduceSum, ReduceAttrs{{0, -1}, true}, {a});
   add(OpKind::ArgMax, ArgReduceAttrs{2, true}, {a});
+  add(OpKind::Random,
+      RandomAttrs{RandomDist::FoldIn, {3, 0}, DType::I64, -0.5, 1e300, -7, int64_t(1) << 40}, {c});
+  add(OpKind::Sample, SampleAttrs{40, 0.95f, 0.7f, -3}, {a, c});
   add(OpKind::Cumsum, CumsumAttrs{0, true}, {a});
   add(OpKind::Reshape, ReshapeAttrs{{6, -1}}, {a});
   add(OpKind::Transpose, TransposeAttrs{{2, 0, 1}}, {a});

@@ -32,6 +32,11 @@ RLX_ENUM(FftNorm, Backward, Forward, Ortho)
 RLX_ENUM(WindowKind, Rectangular, Hann, Hamming, Blackman)
 /// How all_reduce combines the ranks' values (rlx::dist).
 RLX_ENUM(CollectiveOp, Sum, Mean, Max, Min)
+/// What a random node draws (ops.def's Random family): a distribution, or a key operation.
+RLX_ENUM(RandomDist, Uniform, Normal, Gumbel, Exponential, Bernoulli, Randint, Permutation, Split,
+         FoldIn)
+/// Vector quantization's distance: Euclidean, or cosine (the largest cosine similarity wins).
+RLX_ENUM(VqMetric, L2, Cosine)
 
 /// RLX's MaskKind: a mask type plus the window size of SlidingWindow.
 struct MaskKind {

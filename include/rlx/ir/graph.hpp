@@ -427,6 +427,33 @@ public:
   NodeId send(NodeId x, int64_t peer, int64_t tag, Loc loc = Loc::current());
   /// What rank peer sends under tag, of like's shape and dtype.
   NodeId recv(NodeId like, int64_t peer, int64_t tag, Loc loc = Loc::current());
+  // ---- Sampling, vector quantization and LoRA (src/builders/random.cpp). sample is ops.def's
+  // Random family's sample kind; the others are composites of matmul, argmin/argmax and gather.
+  /// Fused sample: logits [B, V] -> one f32-encoded token id per row (output_shape must be f32
+  /// [B]): logits / temperature, top_k then top_p filtering as HF transformers' warpers (top_k 0
+  /// and top_p 1 switch them off), a categorical draw from the counter RNG keyed by seed;
+  /// temperature 0 takes the row's argmax.
+  NodeId sample(NodeId logits, int64_t top_k, float top_p, float temperature, uint64_t seed,
+                Shape output_shape, Loc loc = Loc::current());
+  /// sample with the key an operand (an i64 scalar) instead of the seed attribute, so a traced
+  /// key draws afresh without rebuilding the graph.
+  NodeId sample_keyed(NodeId logits, NodeId key, int64_t top_k, float top_p, float temperature,
+                      Shape output_shape, Loc loc = Loc::current());
+  /// Nearest-codebook assignment: x [N, D], codebook [K, D] -> (indices [N], i64 code ids as
+  /// the IR's argmin gives them; quantized [N, D], the chosen codes). L2 takes the smallest
+  /// Euclidean distance, Cosine the largest cosine similarity; ties go to the smaller id. The
+  /// codebook gets its gradient through the gather; the straight-through estimator to x is the
+  /// caller's (x + stop_gradient(quantized - x)).
+  std::pair<NodeId, NodeId> vector_quantize(NodeId x, NodeId codebook, VqMetric metric,
+                                            Loc loc = Loc::current());
+  /// Residual VQ: level l quantizes what levels < l left (x minus their codes) against
+  /// codebooks[l]; returns the per-level indices and the reconstruction (the sum of the codes).
+  std::pair<std::vector<NodeId>, NodeId> residual_vq(NodeId x, std::span<const NodeId> codebooks,
+                                                     VqMetric metric, Loc loc = Loc::current());
+  /// LoRA: x [m, k], w [k, n], a [k, r], b [r, n] -> x w + scale (x a) b, as three matmuls that
+  /// never form a b (shape must be [m, n] of x's dtype).
+  NodeId lora_matmul(NodeId x, NodeId w, NodeId a, NodeId b, float scale, Shape shape,
+                     Loc loc = Loc::current());
 
   // ---- Spectral and signal processing (src/builders/spectral.cpp). Primitives: fft (last
   // axis; f32/f64 in the 2N real-block layout [re..., im...], c64 interleaved), lfilter,

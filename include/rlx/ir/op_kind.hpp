@@ -40,6 +40,7 @@ enum class Family : uint8_t {
   Linalg,
   Quant,
   Packed,
+  Random,
   Recurrent,
   Ssm,
   Control,
