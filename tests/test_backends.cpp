@@ -1232,6 +1232,9 @@ std::vector<Case> quant_cases() {
     ir::QConv2dAttrs conv{{3, 2}, {1, 1}, {1, 0}, {1, 1}, 2, 0, {0}, 2, {0.003f}, DType::U8};
     b.out(b.op(Op(OpKind::QConv2d, conv), {img, k}));
   });
+  return cases;
+}
+
 std::vector<Case> packed_cases() {
   std::vector<Case> cases;
   add_case(cases, "dequant_matmul: Q8_0 packed bytes, Int8Block and FP8 E4M3 split forms",
@@ -1258,6 +1261,9 @@ std::vector<Case> packed_cases() {
                         {x, b.values({4, 64}, ir::DType::U8, codes),
                          b.in({4}, F32, {Fill::Uniform, 0.001, 0.01}), b.values({1}, F32, {0})}));
            });
+  return cases;
+}
+
 /// The Collective kinds on a job of one process (the suite's): every reduction, gather and
 /// scatter leaves x as it is and a message to this rank comes back; both backends run the same
 /// kernels (the JIT's interpreter steps). Several ranks: tests/test_dist.cpp.
@@ -1276,6 +1282,9 @@ std::vector<Case> collective_cases() {
       NodeId sent = b.op(Op(OpKind::Send, ir::PeerAttrs{0, 5}), {x});
       b.out(b.op(Op(OpKind::Recv, ir::PeerAttrs{0, 5}), {sent}));
     });
+  return cases;
+}
+
 /// The Random family runs the interpreter's kernels on both backends (the JIT's interpreter
 /// steps): every distribution and key operation, and sample with a seed and with a key operand.
 std::vector<Case> random_cases() {
