@@ -1,12 +1,14 @@
 // jit/library.cpp -- the registry of native runtime kernels (jit/library.hpp): one table, in
 // the order entries are asked. FFTW runs fft nodes (jit/fftw_kernels.cpp), attention
 // runs on the GEMM (jit/attention.cpp), lstm/gru/rnn too (jit/recurrent_step.cpp).
-// runs on the GEMM (jit/attention.cpp), selective_scan on jit/ssm_kernels.cpp.
+// runs on the GEMM (jit/attention.cpp), selective_scan on jit/ssm_kernels.cpp, the Gaussian
+// splatting ops on jit/splat_step.cpp.
 #include "library.hpp"
 
 #include "attention.hpp"
 #include "fftw_kernels.hpp"
 #include "recurrent.hpp"
+#include "splat_step.hpp"
 #include "ssm_kernels.hpp"
 #include "steps.hpp"
 
@@ -40,6 +42,7 @@ constexpr std::array kLibrary = {
     LibraryKernel{"attention", attention_handles, attention_reads, attention_prepare},
     LibraryKernel{"recurrent", recurrent_handles, operands, recurrent_prepare},
     LibraryKernel{"ssm", ssm_handles, operands, ssm_prepare},
+    LibraryKernel{"splat", splat_handles, operands, splat_prepare},
 };
 
 } // namespace

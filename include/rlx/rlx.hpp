@@ -17,6 +17,7 @@
 #include "rlx/io/npy.hpp"
 #include "rlx/jit.hpp"
 #include "rlx/linalg.hpp"
+#include "rlx/splat.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
 #include "rlx/optim.hpp"

@@ -4,6 +4,7 @@
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "rules.hpp"
+#include "splat.hpp"
 
 #include <array>
 #include <limits>
@@ -147,6 +148,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::jvp_qr},
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
+    {OpKind::GaussianSplatRender, kRule, splat::jvp_render},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Scan, kRule, jvp_scan},
 };

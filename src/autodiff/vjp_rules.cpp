@@ -4,6 +4,7 @@
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "rules.hpp"
+#include "splat.hpp"
 
 #include <algorithm>
 #include <array>
@@ -509,6 +510,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Qr, kRule, linalg::vjp_qr},
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
+    {OpKind::GaussianSplatRender, kRule, splat::vjp_render},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Scan, kRule, vjp_scan},
 };

@@ -7,9 +7,9 @@ namespace rlx::ir {
 
 std::string_view family_name(Family f) {
   constexpr std::string_view names[] = {
-      "leaf",     "ew_unary", "ew_binary", "ew_ternary", "reduce",    "scan",
-      "movement", "index",    "contract",  "norm",       "attention", "conv",
-      "pool",     "spectral", "linalg",    "recurrent",  "ssm",       "control"};
+      "leaf",   "ew_unary",  "ew_binary", "ew_ternary", "reduce", "scan", "movement",
+      "index",  "contract",  "norm",      "attention",  "conv",   "pool", "spectral",
+      "linalg", "recurrent", "ssm",       "splat",      "control"};
   static_assert(std::size(names) == std::size_t(Family::Control) + 1);
   return names[static_cast<std::size_t>(f)];
 }

@@ -38,6 +38,7 @@ std::optional<Shape> infer_spectral(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_linalg(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_recurrent(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_ssm(const Op& op, std::span<const Shape> in);
+std::optional<Shape> infer_splat(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_control(const Op& op, std::span<const Shape> in);
 
 } // namespace rlx::ir::detail

@@ -422,6 +422,32 @@ void prepare(const SceneView& s, const Params& p, float* prep, const char* op,
   std::copy(header, header + kHeader, prep);
 }
 
+void check_prepared(const float* prep, int64_t size, const Params& p, const char* op) {
+  auto whole = [](float v, double hi) { return v >= 0 && v <= hi && v == std::floor(v); };
+  const char* why = nullptr;
+  if (size < kHeader || !whole(prep[0], double(kMaxIndex)) || !whole(prep[3], double(kMaxIndex)))
+    why = "its header is not one prepare writes";
+  else if (int64_t(prep[1]) != tiles_x(p) || int64_t(prep[2]) != tiles_y(p))
+    why = "its tile grid differs from these width, height and tile_size";
+  else if (int64_t n = int64_t(prep[0]), cap = int64_t(prep[3]);
+           size != kHeader + n * kRecord + 2 * tiles_x(p) * tiles_y(p) + cap ||
+           !whole(prep[4], double(cap)))
+    why = "its size does not match its header";
+  if (!why) {
+    const Layout l = layout_of(prep);
+    const int64_t used = int64_t(prep[4]);
+    for (int64_t t = 0; t < l.tx * l.ty && !why; ++t)
+      if (!whole(l.ranges[2 * t], double(used)) || !whole(l.ranges[2 * t + 1], double(used)) ||
+          l.ranges[2 * t] > l.ranges[2 * t + 1])
+        why = "a tile's list range is out of bounds";
+    for (int64_t e = 0; e < used && !why; ++e)
+      if (!whole(l.list[e], double(l.n - 1))) why = "a list entry is not a Gaussian's index";
+  }
+  if (why)
+    fail(ErrorKind::Value, op, ": the first operand is not a gaussian_splat_prepare buffer for a ",
+         p.width, "x", p.height, " image in ", p.tile_size, "-pixel tiles: ", why);
+}
+
 void rasterize(const float* prep, const float* meta, const Params& p, float* rgba,
                const ForRange& for_range) {
   const Layout l = layout_of(prep);

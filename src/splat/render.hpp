@@ -65,6 +65,10 @@ void make_meta(const float position[3], const float target[3], const float up[3]
 /// capacity is an rlx::Error (ErrorKind::Limit) naming `op` and the count needed.
 void prepare(const SceneView& s, const Params& p, float* prep, const char* op,
              const ForRange& for_range);
+/// An rlx::Error (ErrorKind::Value) naming `op` unless prep (size floats) is a prepare buffer
+/// for these parameters: its header, tile ranges and indices consistent, so rasterize reads
+/// nothing out of bounds.
+void check_prepared(const float* prep, int64_t size, const Params& p, const char* op);
 /// The [H, W, 4] image from a prepare buffer and the meta vector.
 void rasterize(const float* prep, const float* meta, const Params& p, float* rgba,
                const ForRange& for_range);

@@ -40,6 +40,7 @@ enum class Family : uint8_t {
   Linalg,
   Recurrent,
   Ssm,
+  Splat,
   Control,
 };
 std::string_view family_name(Family f);
