@@ -6,6 +6,7 @@
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
 
+#include <rlx/apply.hpp>
 #include <rlx/ir/graph.hpp>
 #include <rlx/rlx.hpp>
 #include <rlx/splat.hpp>

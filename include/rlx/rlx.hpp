@@ -17,7 +17,6 @@
 #include "rlx/io/npy.hpp"
 #include "rlx/jit.hpp"
 #include "rlx/linalg.hpp"
-#include "rlx/splat.hpp"
 #include "rlx/memory.hpp"
 #include "rlx/nn.hpp"
 #include "rlx/optim.hpp"
@@ -25,4 +24,5 @@
 #include "rlx/random.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
+#include "rlx/splat.hpp"
 #include "rlx/tensor.hpp"

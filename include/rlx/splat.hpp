@@ -5,7 +5,6 @@
 // analytic backward (gaussian_splat_render_backward).
 #pragma once
 
-#include "rlx/apply.hpp"
 #include "rlx/pytree.hpp"
 #include "rlx/tensor.hpp"
 

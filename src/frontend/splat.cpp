@@ -1,6 +1,7 @@
 // src/frontend/splat.cpp -- rlx::splat (include/rlx/splat.hpp): the Tensor-level renderer, one
 // gaussian_splat_render node over the scene's six tensors and the camera's meta constant.
 #include "rlx/splat.hpp"
+#include "rlx/apply.hpp"
 
 #include "rlx/ir/graph.hpp"
 
