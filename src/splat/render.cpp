@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace rlx::splat::detail {
@@ -349,13 +350,20 @@ void make_meta(const float position[3], const float target[3], const float up[3]
   for (int i = 0; i < 23; ++i) out[i] = float(v[i]);
 }
 
-void prepare(const SceneView& s, const Params& p, float* prep, const char* op,
-             const ForRange& for_range) {
+namespace {
+
+/// Where prepare writes: the buffer and its list capacity, asked for once the lists' size
+/// (`used`) is known.
+using Alloc = std::function<std::pair<float*, int64_t>(int64_t used)>;
+
+/// prepare's work into the buffer `alloc` gives: the op's output (its capacity fixed by
+/// max_list_entries) or, for render and the backward, scratch of exactly the size needed.
+void prepare_into(const SceneView& s, const Params& p, const char* op, const ForRange& for_range,
+                  const Alloc& alloc) {
   const Camera cam = camera_of(s.meta);
-  const int64_t n = s.n, tx = tiles_x(p), ty = tiles_y(p), capacity = list_capacity(n, p);
-  float* records = prep + kHeader;
-  float* ranges = records + n * kRecord;
-  float* list = ranges + 2 * tx * ty;
+  const int64_t n = s.n, tx = tiles_x(p), ty = tiles_y(p);
+  std::vector<float> scratch(std::size_t(n * kRecord));
+  float* records = scratch.data();
   for_range(n, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const Projected r = project(s, cam, p, i);
@@ -393,9 +401,14 @@ void prepare(const SceneView& s, const Params& p, float* prep, const char* op,
   }
   std::partial_sum(count.begin(), count.end(), count.begin());
   const int64_t used = count.back();
-  if (used > capacity)
+  if (used > list_capacity(n, p))
     fail(ErrorKind::Limit, op, ": the tile lists need ", used, " entries, max_list_entries allows ",
-         capacity, " (raise it, or use fewer or smaller Gaussians)");
+         list_capacity(n, p), " (raise it, or use fewer or smaller Gaussians)");
+  const auto [prep, capacity] = alloc(used);
+  std::copy(scratch.begin(), scratch.end(), prep + kHeader);
+  records = prep + kHeader;
+  float* ranges = records + n * kRecord;
+  float* list = ranges + 2 * tx * ty;
   std::vector<int64_t> next(count.begin(), count.end() - 1);
   for (int64_t i = 0; i < n; ++i) {
     const float* rec = records + i * kRecord;
@@ -420,6 +433,25 @@ void prepare(const SceneView& s, const Params& p, float* prep, const char* op,
   std::fill(list + used, list + capacity, 0.0f);
   const float header[kHeader] = {float(n), float(tx), float(ty), float(capacity), float(used)};
   std::copy(header, header + kHeader, prep);
+}
+
+/// A prepare buffer in scratch memory, its lists exactly as long as needed.
+std::vector<float> prepare_scratch(const SceneView& s, const Params& p, const char* op,
+                                   const ForRange& for_range) {
+  std::vector<float> buf;
+  prepare_into(s, p, op, for_range, [&](int64_t used) {
+    buf.resize(std::size_t(kHeader + s.n * kRecord + 2 * tiles_x(p) * tiles_y(p) + used));
+    return std::pair{buf.data(), used};
+  });
+  return buf;
+}
+
+} // namespace
+
+void prepare(const SceneView& s, const Params& p, float* prep, const char* op,
+             const ForRange& for_range) {
+  prepare_into(s, p, op, for_range,
+               [&](int64_t) { return std::pair{prep, list_capacity(s.n, p)}; });
 }
 
 void check_prepared(const float* prep, int64_t size, const Params& p, const char* op) {
@@ -469,8 +501,7 @@ void rasterize(const float* prep, const float* meta, const Params& p, float* rgb
 
 void render(const SceneView& s, const Params& p, float* rgba, const char* op,
             const ForRange& for_range) {
-  std::vector<float> prep(std::size_t(prepare_size(s.n, p)));
-  prepare(s, p, prep.data(), op, for_range);
+  const std::vector<float> prep = prepare_scratch(s, p, op, for_range);
   rasterize(prep.data(), s.meta, p, rgba, for_range);
 }
 
@@ -523,8 +554,7 @@ void pixel_backward(const Layout& l, int64_t start, int64_t len, double px, doub
 void render_backward(const SceneView& s, const float* d_rgba, const BackwardParams& bp,
                      float* grads, const char* op, const ForRange& for_range) {
   const Params& p = bp.render;
-  std::vector<float> prep(std::size_t(prepare_size(s.n, p)));
-  prepare(s, p, prep.data(), op, for_range);
+  const std::vector<float> prep = prepare_scratch(s, p, op, for_range);
   const Layout l = layout_of(prep.data());
   const Camera cam = camera_of(s.meta);
   const int64_t used = int64_t(prep[4]);
