@@ -2,14 +2,16 @@
 // the order entries are asked. FFTW runs fft nodes (jit/fftw_kernels.cpp), attention
 // runs on the GEMM (jit/attention.cpp), lstm/gru/rnn too (jit/recurrent_step.cpp).
 // runs on the GEMM (jit/attention.cpp), selective_scan on jit/ssm_kernels.cpp, q_matmul on
-// the int8 GEMM (jit/qgemm.cpp).
+// the int8 GEMM (jit/qgemm.cpp), dequant_matmul on jit/packed_kernels.cpp, the Gaussian
+// splatting ops on jit/splat_step.cpp.
 #include "library.hpp"
 
 #include "attention.hpp"
 #include "fftw_kernels.hpp"
-#include "qgemm.hpp"
 #include "packed_kernels.hpp"
+#include "qgemm.hpp"
 #include "recurrent.hpp"
+#include "splat_step.hpp"
 #include "ssm_kernels.hpp"
 #include "steps.hpp"
 
@@ -45,6 +47,7 @@ constexpr std::array kLibrary = {
     LibraryKernel{"ssm", ssm_handles, operands, ssm_prepare},
     LibraryKernel{"qgemm", qgemm_handles, operands, qgemm_prepare},
     LibraryKernel{"dequant_matmul", packed_handles, operands, packed_prepare},
+    LibraryKernel{"splat", splat_handles, operands, splat_prepare},
 };
 
 } // namespace

@@ -1311,6 +1311,41 @@ std::vector<Case> random_cases() {
   return cases;
 }
 
+/// The Splat kinds (one kernel, run with tiles on the JIT's thread pool): render, prepare then
+/// rasterize, and the backward, on four Gaussians in front of a 16x16 camera in 8-pixel tiles.
+std::vector<Case> splat_cases() {
+  std::vector<Case> cases;
+  add_case(cases, "gaussian_splat render, prepare, rasterize and backward", [&](Builder& b) {
+    const double tan_y = std::tan(25.0 * 3.14159265358979323846 / 180.0), fy = 16 / (2 * tan_y);
+    NodeId means = b.op(Op(OpKind::Add), {b.in({4, 3}, F32, {Fill::Uniform, -0.5, 0.5}),
+                                          b.values({1, 3}, F32, {0, 0, 3})});
+    std::vector<NodeId> scene{
+        means,
+        b.in({4, 3}, F32, {Fill::Uniform, -2, -1}),
+        b.in({4, 4}, F32, {Fill::Uniform, -1, 1}),
+        b.in({4}, F32, {Fill::Uniform, -1, 2}),
+        b.in({4, 3}, F32, {Fill::Uniform, -1, 1}),
+        b.in({4, 3, 3}, F32, {Fill::Uniform, -0.3, 0.3}),
+        b.values({23}, F32, {0,   0,   0,   0,  0,  1,  0,  1, 0, 50,    0.2,  100,
+                             0.1, 0.2, 0.3, 16, 16, fy, fy, 8, 8, tan_y, tan_y})};
+    ir::GaussianSplatAttrs a;
+    a.width = 16;
+    a.height = 16;
+    a.tile_size = 8;
+    b.out(b.op(Op(OpKind::GaussianSplatRender, a), scene));
+    NodeId prep = b.op(Op(OpKind::GaussianSplatPrepare, a), scene);
+    b.out(b.op(Op(OpKind::GaussianSplatRasterize, a), {prep, scene[6]}));
+    ir::GaussianSplatBackwardAttrs ba;
+    ba.width = 16;
+    ba.height = 16;
+    ba.tile_size = 8;
+    std::vector<NodeId> with_d = scene;
+    with_d.push_back(b.in({16, 16, 4}, F32, {Fill::Uniform, -1, 1}));
+    b.out(b.op(Op(OpKind::GaussianSplatRenderBackward, ba), with_d));
+  });
+  return cases;
+}
+
 std::vector<Case> all_table_cases() {
   std::vector<Case> all;
   for (auto f : {unary_cases,       unary_edge_cases,  int_unary_cases,     binary_cases,
@@ -1319,7 +1354,8 @@ std::vector<Case> all_table_cases() {
                  matmul_cases,      nn_cases,          half_cases,          narrow_int_cases,
                  output_cases,      zero_size_cases,   runtime_error_cases, spectral_cases,
                  ssm_cases,         control_cases,     recurrent_cases,     linalg_cases,
-                 quant_cases,       packed_cases,      collective_cases,    random_cases})
+                 quant_cases,       packed_cases,      collective_cases,    random_cases,
+                 splat_cases})
     for (Case& c : f()) all.push_back(std::move(c));
   return all;
 }

@@ -206,6 +206,32 @@ TEST_CASE("tensor: a kernel error at materialization names the line that built t
 
 // Every op kind of the core set can be produced from Tensor code: a table of one Tensor
 // expression per kind, checked against the op table so a new op without a frontend route fails.
+/// Two Gaussians in front of a 16x16 camera, for the splatting kinds' routes.
+rlx::splat::Scene splat_scene() {
+  return {rlx::tensor({{0.1f, 0.0f, 3.0f}, {-0.2f, 0.1f, 4.0f}}),
+          rlx::full({2, 3}, -1.5f),
+          rlx::tensor({{1.0f, 0.0f, 0.0f, 0.0f}, {0.9f, 0.1f, 0.2f, 0.0f}}),
+          rlx::tensor({1.0f, 0.5f}),
+          rlx::randn({2, 3}, 11),
+          rlx::zeros({2, 0, 3})};
+}
+rlx::splat::Camera splat_camera() {
+  rlx::splat::Camera c;
+  c.width = 16;
+  c.height = 16;
+  return c;
+}
+Tensor splat_decomposed() {
+  rlx::splat::Scene s = splat_scene();
+  Tensor meta = rlx::splat::meta(splat_camera());
+  return rlx::apply(
+      {s.means, s.log_scales, s.rotations, s.opacity_logits, s.colors_dc, s.sh_rest, meta},
+      [](rlx::ir::Graph& g, std::span<const rlx::ir::NodeId> ids) {
+        return g.gaussian_splat_render_decomposed(
+            {ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]}, {16, 16});
+      });
+}
+
 TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code") {
   using rlx::ir::Activation;
   Tensor v = rlx::tensor({0.5f, -1.f, 2.f, 3.f});
@@ -420,6 +446,17 @@ TEST_CASE("tensor: every op kind of the core set is reachable from Tensor code")
          };
          rlx::register_op("tensor.negate", op, true);
          return rlx::custom("tensor.negate", {v});
+       }},
+      {OpKind::GaussianSplatRender,
+       [&] { return rlx::splat::render(splat_scene(), splat_camera()); }},
+      {OpKind::GaussianSplatPrepare, [&] { return splat_decomposed(); }},
+      {OpKind::GaussianSplatRasterize, [&] { return splat_decomposed(); }},
+      {OpKind::GaussianSplatRenderBackward,
+       [&] {
+         auto f = [](const rlx::splat::Scene& s) {
+           return rlx::sum(rlx::splat::render(s, splat_camera()));
+         };
+         return rlx::grad(f)(splat_scene()).means;
        }},
       {OpKind::Scan,
        [&] {

@@ -16,7 +16,7 @@ packages=(meson ninja-build pkg-config cmake ccache python3 llvm-19-dev clang-19
           clang-format-19
           libopenmpi-dev openmpi-bin   # rlx::dist on MPI and its dist suite (mpirun)
           libclang-cpp19-dev libclang-19-dev libedit-dev tmux   # rlx-repl and its tests
-          xeus-dev cppzmq-dev libpng-dev python3-nbclient python3-jupyter-client  # rlx-kernel
+          xeus-dev cppzmq-dev libpng-dev python3-nbclient python3-jupyter-client  # rlx-kernel, splat_fit
           libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler)  # ONNX import, node tests
 
 install_missing() {

@@ -29,5 +29,6 @@
 #include "rlx/sampling.hpp"
 #include "rlx/scan.hpp"
 #include "rlx/settings.hpp"
+#include "rlx/splat.hpp"
 #include "rlx/tensor.hpp"
 #include "rlx/vq.hpp"

@@ -7,6 +7,7 @@
 #include "linalg.hpp"
 #include "quant.hpp"
 #include "rules.hpp"
+#include "splat.hpp"
 
 #include <array>
 #include <limits>
@@ -152,6 +153,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
     {OpKind::FakeQuantize, kRule, quant::jvp_fake_quantize},
     {OpKind::AllReduce, kRule, collective::jvp_all_reduce},
+    {OpKind::GaussianSplatRender, kRule, splat::jvp_render},
     {OpKind::CustomFn, kRule, jvp_custom_fn},
     {OpKind::Custom, kRule, jvp_custom_op},
     {OpKind::Scan, kRule, jvp_scan},

@@ -7,6 +7,7 @@
 #include "linalg.hpp"
 #include "quant.hpp"
 #include "rules.hpp"
+#include "splat.hpp"
 
 #include <algorithm>
 #include <array>
@@ -520,6 +521,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::ReduceToRoot, kRule, collective::vjp_reduce_to_root},
     {OpKind::Send, kRule, collective::vjp_send},
     {OpKind::Recv, kRule, collective::vjp_recv},
+    {OpKind::GaussianSplatRender, kRule, splat::vjp_render},
     {OpKind::CustomFn, kRule, vjp_custom_fn},
     {OpKind::Custom, kRule, vjp_custom_op},
     {OpKind::Scan, kRule, vjp_scan},

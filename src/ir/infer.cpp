@@ -112,6 +112,8 @@ std::optional<Shape> infer_shape(const Op& op, std::span<const Shape> in) {
       return detail::infer_recurrent(op, in);
     case Family::Ssm:
       return detail::infer_ssm(op, in);
+    case Family::Splat:
+      return detail::infer_splat(op, in);
     case Family::Control:
       return detail::infer_control(op, in);
     case Family::Custom:

@@ -7,10 +7,10 @@ namespace rlx::ir {
 
 std::string_view family_name(Family f) {
   constexpr std::string_view names[] = {
-      "leaf",   "ew_unary", "ew_binary", "ew_ternary", "reduce",  "scan",   "movement",
-      "index",  "contract", "norm",      "attention",  "conv",    "pool",   "spectral",
-      "linalg", "quant",    "packed",    "random",     "recurrent", "ssm",  "control",
-      "custom", "collective"};
+      "leaf",      "ew_unary", "ew_binary", "ew_ternary", "reduce",    "scan",
+      "movement",  "index",    "contract",  "norm",       "attention", "conv",
+      "pool",      "spectral", "linalg",    "quant",      "packed",    "random",
+      "recurrent", "ssm",      "splat",     "control",    "custom",    "collective"};
   static_assert(std::size(names) == std::size_t(Family::Collective) + 1);
   return names[static_cast<std::size_t>(f)];
 }

@@ -41,6 +41,7 @@ std::optional<Shape> infer_packed(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_random(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_recurrent(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_ssm(const Op& op, std::span<const Shape> in);
+std::optional<Shape> infer_splat(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_control(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_custom(const Op& op, std::span<const Shape> in);
 std::optional<Shape> infer_collective(const Op& op, std::span<const Shape> in);

@@ -44,6 +44,32 @@ protected:
   ~NodeSink() = default;
 };
 
+/// The seven operands of the gaussian_splat_* ops (docs/splatting.md): means [N,3], log_scales
+/// [N,3], rotations [N,4] (w,x,y,z), opacity_logits [N], colors_dc [N,3], sh_rest [N,K-1,3]
+/// (K-1 = 0, 3, 8 or 15) and meta [23] (gaussian_splat_render_meta), all f32.
+struct GaussianSplatInputs {
+  NodeId means, log_scales, rotations, opacity_logits, colors_dc, sh_rest, meta;
+};
+/// The framebuffer and the renderer's thresholds (the op's GaussianSplatAttrs).
+struct GaussianSplatRenderParams {
+  int64_t width = 0, height = 0;
+  int64_t tile_size = 16;
+  double radius_scale = 3.0;             ///< footprint radius in standard deviations
+  double alpha_cutoff = 1.0 / 255.0;     ///< smaller alphas are skipped
+  int64_t max_splat_steps = 0;           ///< contributions per pixel; 0 = no limit
+  double transmittance_threshold = 1e-4; ///< early termination below it
+  int64_t max_list_entries = 0;          ///< tile-list capacity; 0 = N * tiles
+};
+/// The render's parameters plus the backward's: loss_grad_clip (0 = off) clamps d_rgba, sh_band
+/// (-1 = all) limits the spherical-harmonics bands that get a gradient, max_anisotropy (0 = off)
+/// adds the gradient of sum over Gaussians of max(0, max_scale / min_scale - max_anisotropy).
+struct GaussianSplatBackwardParams {
+  GaussianSplatRenderParams render;
+  double loss_grad_clip = 0.0;
+  int64_t sh_band = -1;
+  double max_anisotropy = 0.0;
+};
+
 /// A computation graph. Insertion order is topological order: every node's inputs have smaller
 /// ids. Nodes have one output each. Method names and argument order follow RLX
 /// (docs of rlx_ir::Graph); builders take a trailing source location so errors name the user's
@@ -625,6 +651,32 @@ public:
   GatedDeltaNetCarry gated_delta_net_carry(NodeId q, NodeId k, NodeId v, NodeId g, NodeId beta,
                                            NodeId state, int64_t state_size, Shape shape,
                                            Loc loc = Loc::current());
+
+  // ---- 3-D Gaussian splatting (src/builders/splat.cpp; the contract is docs/splatting.md).
+  /// The RGBA image [H, W, 4] of the scene (prepare then rasterize in one op).
+  NodeId gaussian_splat_render(GaussianSplatInputs inputs, GaussianSplatRenderParams params,
+                               Loc loc = Loc::current());
+  /// The 23-float meta vector (camera, background, size and derived intrinsics) as a constant.
+  NodeId gaussian_splat_render_meta(std::array<float, 3> camera_position,
+                                    std::array<float, 3> camera_target,
+                                    std::array<float, 3> camera_up, float fov_y_degrees, float near,
+                                    float far, std::array<float, 3> background,
+                                    GaussianSplatRenderParams params, Loc loc = Loc::current());
+  /// Stage 1: projection, culling, tile binning and depth sort, packed in one f32 buffer.
+  NodeId gaussian_splat_prepare(GaussianSplatInputs inputs, GaussianSplatRenderParams params,
+                                Loc loc = Loc::current());
+  /// Stage 2: the image from prepare's buffer and the meta vector.
+  NodeId gaussian_splat_rasterize(NodeId prep, NodeId meta, GaussianSplatRenderParams params,
+                                  Loc loc = Loc::current());
+  /// prepare then rasterize as two nodes (equal to gaussian_splat_render).
+  NodeId gaussian_splat_render_decomposed(GaussianSplatInputs inputs,
+                                          GaussianSplatRenderParams params,
+                                          Loc loc = Loc::current());
+  /// The gradient of sum(d_loss_rgba * render) w.r.t. the six scene inputs, packed flat in
+  /// operand order (means, log_scales, rotations, opacity_logits, colors_dc, sh_rest).
+  NodeId gaussian_splat_render_backward(GaussianSplatInputs inputs, NodeId d_loss_rgba,
+                                        GaussianSplatBackwardParams params,
+                                        Loc loc = Loc::current());
 
   // ---- Sub-graphs (src/builders/control.cpp)
   /// User-defined sub-graph with optional override AD rules (jax's custom_vjp / custom_jvp): a

@@ -43,6 +43,7 @@ enum class Family : uint8_t {
   Random,
   Recurrent,
   Ssm,
+  Splat,
   Control,
   Custom, ///< ops registered at run time (rlx::register_op)
   Collective,
