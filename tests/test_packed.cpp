@@ -223,11 +223,11 @@ TEST_CASE("the GGUF file loads with its metadata of every type, its tensor infos
   REQUIRE(a);
   CHECK(a->type == VT::Array);
   CHECK(a->array_type == VT::I32);
-  REQUIRE(a->array.size() == 3);
-  CHECK(a->array[1].i == -2);
-  CHECK(f.find("test.array_str")->array[1].s == "bc");
-  CHECK(f.find("test.array_nested")->array[0].array[1].u == 2);
-  CHECK(f.find("test.array_nested")->array[1].array.empty());
+  REQUIRE(a->array().size() == 3);
+  CHECK(a->array()[1].i == -2);
+  CHECK(f.find("test.array_str")->array()[1].s == "bc");
+  CHECK(f.find("test.array_nested")->array()[0].array()[1].u == 2);
+  CHECK(f.find("test.array_nested")->array()[1].array().empty());
   CHECK(f.find("no.such.key") == nullptr);
 
   REQUIRE(f.tensors.size() == 6);

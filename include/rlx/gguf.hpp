@@ -50,7 +50,11 @@ struct Value {
   bool b = false;
   std::string s;
   ValueType array_type = ValueType::U8;
-  std::vector<Value> array;
+  /// An array's elements (empty for any other type).
+  std::span<const Value> array() const;
+  /// Where array() looks. Held through a pointer because a vector of the type being defined
+  /// breaks the REPL's precompiled prelude, which instantiates every template eagerly.
+  std::shared_ptr<const std::vector<Value>> elements;
 };
 
 /// One tensor's info. dims are GGUF's ne: dims[0] is the fastest-varying (a linear layer's

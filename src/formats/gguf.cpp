@@ -167,8 +167,10 @@ public:
       if (depth >= kMaxArrayDepth) bad("arrays nested more than ", kMaxArrayDepth, " deep");
       v.array_type = value_type(get<uint32_t>("an array's type"));
       const uint64_t n = count(get<uint64_t>("an array's count"), min_size(v.array_type), "array");
-      v.array.reserve(std::size_t(n));
-      for (uint64_t k = 0; k < n; ++k) v.array.push_back(value(v.array_type, depth + 1));
+      auto items = std::make_shared<std::vector<Value>>();
+      items->reserve(std::size_t(n));
+      for (uint64_t k = 0; k < n; ++k) items->push_back(value(v.array_type, depth + 1));
+      v.elements = std::move(items);
       break;
     }
     }
@@ -311,6 +313,10 @@ File load(const std::string& path, Loc loc) {
   ::close(fd);
   std::span<const std::byte> bytes(static_cast<const std::byte*>(m->addr), m->size);
   return parse(bytes, std::shared_ptr<const void>(m, m->addr), path, loc);
+}
+
+std::span<const Value> Value::array() const {
+  return elements ? std::span<const Value>(*elements) : std::span<const Value>();
 }
 
 const Value* File::find(std::string_view key) const {
