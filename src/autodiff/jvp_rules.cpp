@@ -1,8 +1,8 @@
 // src/autodiff/jvp_rules.cpp -- the JVP table: one entry per differentiable op kind. Linear
 // kinds apply themselves to the tangents (the engine does that); the others have a rule that
 // appends the tangent of the node's value from its operands' tangents.
-#include "custom.hpp"
 #include "collective.hpp"
+#include "custom.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "quant.hpp"

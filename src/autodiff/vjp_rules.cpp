@@ -1,8 +1,8 @@
 // src/autodiff/vjp_rules.cpp -- the VJP table: one entry per differentiable op kind. A rule
 // receives the node (operands already in the gradient graph), the cotangent dy of its value and
 // which operands need a cotangent, and appends those cotangents with the graph builders.
-#include "custom.hpp"
 #include "collective.hpp"
+#include "custom.hpp"
 #include "gv.hpp"
 #include "linalg.hpp"
 #include "quant.hpp"

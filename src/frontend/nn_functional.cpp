@@ -14,10 +14,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <utility>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace rlx::nn {
 
