@@ -11,6 +11,13 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+// g++ 12's AVX-512 headers start some intrinsics from an "undefined" vector that
+// -Wmaybe-uninitialized flags wherever they are inlined (GCC bug 105593); the warning is about the
+// header, not this file's values.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 #include <algorithm>

@@ -19,7 +19,11 @@
 #include <cstring>
 #include <limits>
 
+// The decoders must round as the numpy transcription does: no fused multiply-adds. (g++ in ISO
+// C++ mode, the library's -std=c++20, does not contract by default.)
+#if defined(__clang__)
 #pragma clang fp contract(off)
+#endif
 
 namespace rlx::quant {
 
