@@ -18,8 +18,10 @@ def note(text):
     print("@note " + json.dumps({"table": TABLE, "text": text}), flush=True)
 
 
-def row(peer, threads, size, samples, batch, table=TABLE):
-    """One "@row" line: min / median / p95 / max of the per-call samples."""
+def row(peer, threads, size, samples, batch, table=None):
+    """One "@row" line: min / median / p95 / max of the per-call samples (table: TABLE at the
+    time of the call, so a script that sets peers.TABLE gets its own table)."""
+    table = TABLE if table is None else table
     v = sorted(samples)
     k = len(v)
     median = v[k // 2] if k % 2 else 0.5 * (v[k // 2 - 1] + v[k // 2])
@@ -28,6 +30,37 @@ def row(peer, threads, size, samples, batch, table=TABLE):
                                 "base": False, "unit": "s", "min": v[0], "median": median,
                                 "p95": p95, "max": v[-1], "samples": k, "batch": batch}),
           flush=True)
+
+
+def _openblas_libraries():
+    """The OpenBLAS libraries loaded into this process (Debian's numpy and torch call the system
+    libblas, which is OpenBLAS when libopenblas-dev is installed), found in /proc/self/maps."""
+    import ctypes
+    libs = []
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "blas" in line and ".so" in line}
+    except OSError:
+        return libs
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        if hasattr(lib, "openblas_set_num_threads"):
+            libs.append(lib)
+    return libs
+
+
+def set_threads(t, torch=None):
+    """Run the peers on t threads: torch's own pool and the BLAS underneath. OpenBLAS's pthread
+    pool ignores torch.set_num_threads and uses every core, so without this a "1 thread" torch
+    GEMM ran on 2 (the BERT layer and the LSTM looked up to 1.8x faster than one thread allows).
+    Call it after torch or numpy is imported."""
+    if torch is not None:
+        torch.set_num_threads(t)
+    for lib in _openblas_libraries():
+        lib.openblas_set_num_threads(t)
 
 
 def weyl(n, salt, np, lo=-4.0, hi=4.0):
@@ -117,8 +150,7 @@ def main():
             for t in peer_threads:
                 if t not in threads:
                     continue
-                if torch is not None:
-                    torch.set_num_threads(t)
+                set_threads(t, torch)
                 y = fn()
                 y = np.asarray(y.numpy() if hasattr(y, "numpy") else y)
                 if y.dtype != np.float32:

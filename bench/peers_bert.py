@@ -2,7 +2,7 @@
 # bench/peers_bert.py -- the PyTorch peers of bench_bert: one post-LN BERT encoder layer
 # (nn.TransformerEncoderLayer: 12 heads, erf GELU, batch_first, dropout 0, eval, a padding mask
 # of ones) at [4,15,384] (FFN 1536) and [8,128,768] (FFN 3072), forward under no_grad, eager and
-# torch.jit.trace + torch.jit.freeze, on torch.set_num_threads(1) and (2). Same sampling and
+# torch.jit.trace + torch.jit.freeze, on 1 and 2 threads (peers.set_threads). Same sampling and
 # "@row" lines as bench/peers.py (table "bert layer", size = batch x sequence). Skipped with a
 # note when torch is not importable.
 import json
@@ -27,7 +27,7 @@ def main():
         note(f"PyTorch: skipped (torch is not importable by {sys.executable}: {e})")
         return 0
     note(f"PyTorch {torch.__version__}: nn.TransformerEncoderLayer, eager and "
-         "torch.jit.trace + freeze, torch.set_num_threads(n)")
+         "torch.jit.trace + freeze, torch.set_num_threads(n) and OpenBLAS's threads")
     torch.manual_seed(0)
 
     class Masked(torch.nn.Module):  # jit.trace takes tensors only: the mask as an argument
@@ -48,7 +48,7 @@ def main():
             for name, fn in (("PyTorch eager", lambda: layer(x, src_key_padding_mask=pad)),
                              ("PyTorch jit.trace+freeze", lambda: frozen(x, pad))):
                 for t in threads:
-                    torch.set_num_threads(t)
+                    peers.set_threads(t, torch)
                     samples, batch = peers.measure(fn, a.budget)
                     peers.row(name, t, b * s, samples, batch)
     return 0

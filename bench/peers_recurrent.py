@@ -6,7 +6,7 @@
 import json
 import sys
 
-from peers import measure, parse_args, row, weyl
+from peers import measure, parse_args, row, set_threads, weyl
 
 TABLE = "lstm inference"
 B, S, I, H = 8, 128, 256, 256
@@ -49,7 +49,7 @@ def main():
     note(f"PyTorch {torch.__version__}: torch.nn.LSTM, CPU kernel, no_grad")
     ok = True
     for t in threads:
-        torch.set_num_threads(t)
+        set_threads(t, torch)
 
         def fn():
             with torch.no_grad():

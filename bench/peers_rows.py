@@ -5,7 +5,7 @@
 # (peers.py: measure), printed as "@row" lines. Each peer is checked against an f64 reference.
 import sys
 
-from peers import measure, parse_args, row, weyl
+from peers import measure, parse_args, row, set_threads, weyl
 
 
 def main():
@@ -53,8 +53,7 @@ def main():
             for t in peer_threads:
                 if t not in threads:
                     continue
-                if torch is not None:
-                    torch.set_num_threads(t)
+                set_threads(t, torch)
                 y = fn()
                 y = np.asarray(y.numpy() if hasattr(y, "numpy") else y, dtype=np.float64)
                 diff = float(np.max(np.abs(y - ref)))
