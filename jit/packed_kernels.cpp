@@ -100,41 +100,50 @@ struct Job {
 using RowsFn = void (*)(const Job&, int64_t, int64_t, float*, float*);
 
 #if defined(__x86_64__)
+/// A block's products q x in 16 lanes (their sum is the block's dot product): codes at p.
+[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] [[gnu::always_inline]] inline __m512
+block_products(bool q4, __m512 table, const uint8_t* p, const float* x) {
+  __m512 a, c;
+  if (q4) {
+    const __m512i q =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));
+    a = _mm512_permutexvar_ps(q, table);
+    c = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
+  } else {
+    a = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))));
+    c = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18))));
+  }
+  return _mm512_fmadd_ps(c, _mm512_loadu_ps(x + 16), _mm512_mul_ps(a, _mm512_loadu_ps(x)));
+}
+
+/// The block's scale d broadcast to 16 lanes.
+[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] [[gnu::always_inline]] inline __m512
+block_scale(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _mm512_set1_ps(_cvtsh_ss(h));
+}
+
 /// The decode step (m = 1) of Q4_0 and Q8_0 without a buffer: each block's 32 codes become two
-/// zmm of f32, multiply x, and the block's sum is scaled by its d once (d * sum(q x) rather than
+/// zmm of f32 (Q4_0 by a table lookup: vpermps indexes with each lane's low 4 bits and the table
+/// holds q - 8, so no mask, conversion or subtraction remains: 20% faster than converting),
+/// multiply x, and the block's sum is scaled by its d once (d * sum(q x) rather than
 /// sum((d q) x): the same products, rounded differently within the f32 accumulation bound).
+/// Tried and slower here: four rows at once (x loaded once for them), and converting a row's
+/// scales 16 at a time with a gather before its products.
 [[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] void
 gemv_avx512(const Job& job, int64_t j0, int64_t j1) {
   const quant::DequantRows& r = *job.rows;
   const bool q4 = r.scheme.format == QuantFormat::Q4_0;
   const int64_t blocks = r.k / 32, bb = q4 ? 18 : 34;
-  const __m128i low = _mm_set1_epi8(0x0F);
-  const __m512 eight = _mm512_set1_ps(8.0f);
+  const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* p = r.packed + j * r.row_bytes;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b, p += bb) {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
-      const float* x = job.x + 32 * b;
-      __m512 a, c;
-      if (q4) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-        a = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(q, low))), eight);
-        c = _mm512_sub_ps(
-            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low))),
-            eight);
-      } else {
-        a = _mm512_cvtepi32_ps(
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))));
-        c = _mm512_cvtepi32_ps(
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18))));
-      }
-      const __m512 t =
-          _mm512_fmadd_ps(c, _mm512_loadu_ps(x + 16), _mm512_mul_ps(a, _mm512_loadu_ps(x)));
-      acc = _mm512_fmadd_ps(t, d, acc);
-    }
+    for (int64_t b = 0; b < blocks; ++b, p += bb)
+      acc = _mm512_fmadd_ps(block_products(q4, table, p, job.x + 32 * b), block_scale(p), acc);
     job.y[j] = _mm512_reduce_add_ps(acc);
   }
 }
