@@ -147,6 +147,7 @@ void add_kernel_stats(CacheStats& stats) {
   stats.disk_write_errors = k.disk_write_errors;
   stats.kernels_generic = k.generic;
   stats.kernels_specialized = k.specialized;
+  stats.kernels_recompiled = k.recompiled;
 }
 
 } // namespace jit

@@ -35,9 +35,14 @@ struct NativeKernel {
   KernelFn fn = nullptr;
 };
 
+/// Which code generator an element-wise kernel gets. First: the fast one for large vector bodies
+/// (compiles 2x faster, runs up to 1.4x slower), unless the kernel was recompiled before; Full:
+/// the optimizing one, for a kernel that turned out hot (steps.cpp: the tiers).
+enum class Tier : uint8_t { First, Full };
+
 /// Compile an element-wise kernel of graph g (jit/llvm/lower_elementwise.cpp).
 NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& kernel,
-                               const std::string& name);
+                               const std::string& name, Tier tier = Tier::First);
 
 /// Compile a row op (a step of the row rule; jit/llvm/lower_rows.cpp): bufs = {operands...,
 /// output}; [begin, end) counts rows. With a prologue kernel (ir::LirStep::kernel), the first

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace rlx::jit {
 
@@ -40,14 +42,30 @@ void log_compile(const ir::Graph& g, const std::vector<ir::NodeId>& nodes, const
            " from=" + origin_name(rec.origin) + " ms=" + time + " symbol=" + rec.symbol);
 }
 
+/// RLX_TIERS=0 keeps every kernel's first code (see ElementwiseStep::count_work).
+bool tiers_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("RLX_TIERS");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return on;
+}
+
+/// Elements a first-tier kernel computes before it is compiled again by the full code generator:
+/// about 6 ms of the 16-op chain of bench/bench_elementwise, which the recompile (4 ms) makes
+/// 1.4x faster on a Zen 4 (see jit.md, "Tiers").
+constexpr int64_t kHotElements = int64_t(1) << 23;
+
 class ElementwiseStep final : public PreparedStep {
 public:
-  ElementwiseStep(NativeKernel code, int64_t n, const ir::LirStep& step)
-      : code_(std::move(code)), n_(n), step_(step) {}
+  ElementwiseStep(NativeKernel code, int64_t n, const ir::LirStep& step, const ir::Graph& g,
+                  const ir::FusedKernel& k, std::string name)
+      : code_(std::move(code)), n_(n), step_(step), g_(g), k_(k), name_(std::move(name)),
+        fn_(code_.fn), tiered_(code_.code && code_.code->fast_codegen() && tiers_enabled()) {}
   void run(RunState& s) const override {
     s.gather_reads(step_);
     for (ir::NodeId out : step_.writes) s.args.push_back(s.result(out));
-    KernelFn fn = code_.fn;
+    KernelFn fn = fn_.load(std::memory_order_acquire);
     void* const* bufs = s.args.data();
     int64_t n = n_;
     // Threads take whole 16-element blocks, so each range starts 64-byte aligned (f32) and
@@ -56,12 +74,39 @@ public:
     threads::parallel_for(
         (n + kBlock - 1) / kBlock, kParallelGrain / kBlock,
         [&](int64_t b, int64_t e) { fn(bufs, b * kBlock, std::min(e * kBlock, n)); });
+    if (tiered_) count_work(n);
   }
 
 private:
+  /// The tiers: a large kernel's first code comes from the fast code generator (a cold compile
+  /// of half the time), and once the kernel has computed kHotElements, the thread that crosses
+  /// the mark compiles it again with the full one and swaps it in; calls running meanwhile keep
+  /// the first code, which stays loaded with the step. A failed recompile keeps the first code.
+  void count_work(int64_t n) const {
+    if (claimed_.load(std::memory_order_relaxed) ||
+        work_.fetch_add(n, std::memory_order_relaxed) + n < kHotElements || claimed_.exchange(true))
+      return;
+    try {
+      auto t0 = std::chrono::steady_clock::now();
+      full_ = lower_elementwise(g_, k_, name_, Tier::Full);
+      fn_.store(full_.fn, std::memory_order_release);
+      count_recompiled();
+      if (debug_state().log_compile) log_compile(g_, k_.nodes, k_.shape, name_ + " (hot)", t0);
+    } catch (const std::exception&) { // the first tier's code is correct: keep it
+    }
+  }
+
   NativeKernel code_;
   int64_t n_;
   const ir::LirStep& step_;
+  const ir::Graph& g_;
+  const ir::FusedKernel& k_;
+  std::string name_;
+  mutable std::atomic<KernelFn> fn_;
+  bool tiered_;
+  mutable std::atomic<int64_t> work_{0};
+  mutable std::atomic<bool> claimed_{false};
+  mutable NativeKernel full_; ///< written by the thread that claimed the recompile, before fn_
 };
 
 class ElementwiseRule final : public JitRule {
@@ -75,7 +120,8 @@ public:
     auto t0 = std::chrono::steady_clock::now();
     NativeKernel code = lower_elementwise(c.lir.mir, k, name);
     if (c.debug.log_compile) log_compile(c.lir.mir, k.nodes, k.shape, name, t0);
-    return std::make_unique<ElementwiseStep>(std::move(code), *k.shape.num_elements(), step);
+    return std::make_unique<ElementwiseStep>(std::move(code), *k.shape.num_elements(), step,
+                                             c.lir.mir, k, name);
   }
 };
 

@@ -58,6 +58,8 @@ struct CacheStats {
   // Element-wise kernels lowered, by how their extents were treated (see ExtentPolicy):
   int64_t kernels_generic{};     ///< the length is a run-time argument (any size)
   int64_t kernels_specialized{}; ///< compiled for the binding's sizes
+  int64_t kernels_recompiled{};  ///< hot kernels compiled again by the full code generator
+                                 ///< (the second tier; jit.md, "Tiers")
 };
 CacheStats cache_stats();
 /// Drop every cached executable and last_run() (those still referenced stay alive with their

@@ -297,7 +297,7 @@ std::string emission_key(const ir::Graph& g, const ir::FusedKernel& k, unsigned 
 }
 
 NativeKernel emit_and_load(const ir::Graph& g, const ir::FusedKernel& k, const std::string& name,
-                           unsigned lanes) {
+                           unsigned lanes, Tier tier) {
   bool generic = false;
   ModuleBuilder mb = emit_elementwise(g, k, name, lanes, false, generic);
   if (t_emit.scalarized) {
@@ -308,26 +308,38 @@ NativeKernel emit_and_load(const ir::Graph& g, const ir::FusedKernel& k, const s
     mb.module.reset();
     mb = emit_elementwise(g, k, name, lanes, true, generic);
   }
-  // Large vector bodies compile with the fast code generator (session.cpp: codegen_level).
-  mb.fast_codegen = mb.passes == Passes::Straight && loop_body_size(*mb.module) > kSmallBody;
-  count_extents(generic);
+  // Large vector bodies compile with the fast code generator first (session.cpp:
+  // codegen_level), with the full one when they turn out hot (Tier::Full).
+  mb.fast_codegen = tier == Tier::First && mb.passes == Passes::Straight &&
+                    loop_body_size(*mb.module) > kSmallBody;
+  if (tier == Tier::First) count_extents(generic); // a recompile is not a new kernel
   return load_kernel(std::move(mb), name);
 }
 
 } // namespace
 
 NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& k,
-                               const std::string& name) {
+                               const std::string& name, Tier tier) {
   // Explicit vectors of the host's width, unless a node needs a math function that has no
   // vector implementation (f64 transcendentals, sin, pow, ...): that kernel is emitted as scalar
   // code, which the loop vectorizer widens where it can.
   unsigned lanes = host_f32_lanes();
   // A kernel lowered before with the same emission key has the same code (lower_once): not
   // with streaming stores, whose choice reads the size.
-  if (streaming_enabled()) return emit_and_load(g, k, name, lanes);
+  if (streaming_enabled()) return emit_and_load(g, k, name, lanes, tier);
+  const std::string key = emission_key(g, k, lanes), full = "full " + key;
+  // A kernel that was hot before starts with its full code.
+  if (tier == Tier::First)
+    if (std::optional<LoweredKernel> seen = find_lowered(full)) {
+      count_extents(k.runtime_extent);
+      note_reused(seen->record);
+      return NativeKernel{std::move(seen->code), reinterpret_cast<KernelFn>(seen->fn)};
+    }
   return lower_once(
-      emission_key(g, k, lanes), [&] { return emit_and_load(g, k, name, lanes); },
-      [&] { count_extents(k.runtime_extent); });
+      tier == Tier::Full ? full : key, [&] { return emit_and_load(g, k, name, lanes, tier); },
+      [&] {
+        if (tier == Tier::First) count_extents(k.runtime_extent);
+      });
 }
 
 } // namespace rlx::jit

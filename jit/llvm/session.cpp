@@ -179,7 +179,7 @@ Session& session() {
 
 struct Counters {
   std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, disk_misses{0}, disk_rejected{0},
-      disk_write_errors{0}, reused{0}, generic{0}, specialized{0};
+      disk_write_errors{0}, reused{0}, generic{0}, specialized{0}, recompiled{0};
 };
 Counters& counters() {
   static Counters c;
@@ -207,8 +207,9 @@ struct Loaded {
 /// One add_module's view of shared code: the names its module used.
 class Code final : public CompiledCode {
 public:
-  Code(std::shared_ptr<const Loaded> loaded, std::vector<std::string> names)
-      : loaded_(std::move(loaded)), names_(std::move(names)) {}
+  Code(std::shared_ptr<const Loaded> loaded, std::vector<std::string> names, bool fast)
+      : loaded_(std::move(loaded)), names_(std::move(names)), fast_(fast) {}
+  bool fast_codegen() const override { return fast_; }
   void* symbol(const std::string& name) const override {
     for (std::size_t i = 0; i < names_.size(); ++i)
       if (names_[i] == name) return loaded_->addresses[i];
@@ -218,6 +219,7 @@ public:
 private:
   std::shared_ptr<const Loaded> loaded_;
   std::vector<std::string> names_;
+  bool fast_ = false;
 };
 
 /// Locked: add an object file and resolve `symbols` (which links it). On failure the object
@@ -394,7 +396,7 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   }
   lock.unlock();
   t_last_compile = CompileRecord{origin, symbols.empty() ? base : symbols[0]};
-  return std::make_shared<Code>(std::move(loaded), std::move(names));
+  return std::make_shared<Code>(std::move(loaded), std::move(names), mb.fast_codegen);
 }
 
 const char* origin_name(CodeOrigin origin) {
@@ -463,10 +465,12 @@ KernelCounters kernel_counters() {
   Counters& c = counters();
   return KernelCounters{c.compiled.load(),    c.memory_hits.load(),   c.disk_hits.load(),
                         c.disk_misses.load(), c.disk_rejected.load(), c.disk_write_errors.load(),
-                        c.reused.load(),      c.generic.load(),       c.specialized.load()};
+                        c.reused.load(),      c.generic.load(),       c.specialized.load(),
+                        c.recompiled.load()};
 }
 
 void count_extents(bool generic) { ++(generic ? counters().generic : counters().specialized); }
+void count_recompiled() { ++counters().recompiled; }
 
 std::string host_cpu() { return session().cpu_; }
 std::string host_features() { return session().features_; }
