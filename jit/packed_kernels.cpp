@@ -209,6 +209,95 @@ private:
   int64_t weights_ = 1, m_ = 0, k_ = 0, n_ = 0, scale_count_ = 0;
 };
 
+// ---- The adjoint form (adjoint=true): y [m, k] = g [m, n] . W, dequant_matmul's VJP with
+// respect to x. The k columns of y are split over the thread pool in chunks of whole blocks (at
+// most 256 values, or one block); a task zeroes its chunk of every row of y, then for each row j
+// of W decodes that chunk of row j into an L1 buffer and adds g[i, j] times it to row i. Every
+// packed byte is read once per call, W is never held in f32, and each sum over j runs in f32 in
+// row order (the same bits on any thread count).
+[[gnu::always_inline]] inline void adjoint_body(const Job& job, int64_t c0, int64_t c1,
+                                                float* buf) {
+  const quant::DequantRows& r = *job.rows;
+  const int64_t k = r.k, n = r.n, m = job.m;
+  const QuantFormat f = r.scheme.format;
+  const bool q4 = r.packed && f == QuantFormat::Q4_0, q8 = r.packed && f == QuantFormat::Q8_0;
+  for (int64_t k0 = c0; k0 < c1; k0 += job.chunk) {
+    const int64_t len = std::min(job.chunk, c1 - k0);
+    for (int64_t i = 0; i < m; ++i) std::fill_n(job.y + i * k + k0, len, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      if (q4)
+        decode_q4_0(r.packed + j * r.row_bytes + k0 / 32 * 18, len / 32, buf);
+      else if (q8)
+        decode_q8_0(r.packed + j * r.row_bytes + k0 / 32 * 34, len / 32, buf);
+      else
+        r.decode(j, k0, len, buf);
+      for (int64_t i = 0; i < m; ++i) {
+        const float g = job.x[i * n + j];
+        float* o = job.y + i * k + k0;
+        for (int64_t c = 0; c < len; ++c) o[c] += g * buf[c];
+      }
+    }
+  }
+}
+
+using AdjointFn = void (*)(const Job&, int64_t, int64_t, float*);
+
+#if defined(__x86_64__)
+[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] void
+adjoint_avx512(const Job& job, int64_t c0, int64_t c1, float* buf) {
+  adjoint_body(job, c0, c1, buf);
+}
+[[gnu::target("avx2,fma,f16c")]] void adjoint_avx2(const Job& job, int64_t c0, int64_t c1,
+                                                   float* buf) {
+  adjoint_body(job, c0, c1, buf);
+}
+#endif
+void adjoint_base(const Job& job, int64_t c0, int64_t c1, float* buf) {
+  adjoint_body(job, c0, c1, buf);
+}
+
+AdjointFn pick_adjoint() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return adjoint_avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return adjoint_avx2;
+#endif
+  return adjoint_base;
+}
+
+class DequantMatMulAdjointCall final : public LibraryCall {
+public:
+  DequantMatMulAdjointCall(const ir::Graph& g, const ir::Node& n)
+      : scheme_(n.op.attrs<ir::DequantMatMulAttrs>().scheme), weights_(n.inputs.size() - 1) {
+    const auto gs = g.shape(n.inputs[0]).sizes();
+    m_ = gs[0];
+    n_ = gs[1];
+    k_ = n.shape.sizes()[1];
+    if (weights_ == 3) scale_count_ = *g.shape(n.inputs[2]).num_elements();
+  }
+  void run(const std::byte* const* reads, std::byte* out) const override {
+    const void* w[3] = {};
+    for (int64_t i = 0; i < weights_; ++i) w[i] = reads[1 + i];
+    const quant::DequantRows rows = quant::dequant_rows(scheme_, n_, k_, w, weights_, scale_count_);
+    const int64_t chunk = std::max(rows.block, kChunk / rows.block * rows.block);
+    const Job job{&rows, reinterpret_cast<const float*>(reads[0]), reinterpret_cast<float*>(out),
+                  m_, chunk};
+    static const AdjointFn fn = pick_adjoint();
+    threads::parallel_for((k_ + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
+      std::vector<float> buf(static_cast<std::size_t>(chunk));
+      fn(job, b * chunk, std::min(e * chunk, k_), buf.data());
+    });
+  }
+
+private:
+  quant::QuantScheme scheme_;
+  int64_t weights_ = 1, m_ = 0, n_ = 0, k_ = 0, scale_count_ = 0;
+};
+
 } // namespace
 
 bool packed_handles(const ir::Graph& g, const ir::Node& n) {
@@ -219,6 +308,8 @@ bool packed_handles(const ir::Graph& g, const ir::Node& n) {
 }
 
 std::unique_ptr<LibraryCall> packed_prepare(const ir::Graph& g, const ir::Node& n) {
+  if (n.op.attrs<ir::DequantMatMulAttrs>().adjoint)
+    return std::make_unique<DequantMatMulAdjointCall>(g, n);
   return std::make_unique<DequantMatMulCall>(g, n);
 }
 

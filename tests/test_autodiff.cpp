@@ -269,6 +269,24 @@ std::vector<Case> cases() {
   cs.push_back(op_case("fake_quantize, every value clamped",
                        Op(OpKind::FakeQuantize, QuantizeAttrs{std::nullopt, {0.001f}, {0}}),
                        {F({M, 3}, 1, 2)}));
+  // dequant_matmul in both forms on an Int8Block weight (random i8 codes, a constant scale 0.01),
+  // in f32: linear in x, so a large step costs nothing and keeps f32 rounding small next to it.
+  // Each form's derivative is the other form.
+  for (bool adjoint : {false, true}) {
+    Case c = graph_case(
+        adjoint ? "dequant_matmul, adjoint (g . W)" : "dequant_matmul (x . W^T)",
+        {F({M, adjoint ? N : 32}, -1, 1), Arg{{N, 32}, -127, 127, DType::I8}},
+        [adjoint](Graph& g, std::span<const NodeId> a) {
+          const int64_t rows = g.shape(a[1]).sizes()[0];
+          NodeId scale = g.expand(g.reshape_(g.constant(0.01, DType::F32), {1, 1}), {rows, 1});
+          Op op(OpKind::DequantMatMul, DequantMatMulAttrs{QuantScheme::int8_block(32), adjoint});
+          return g.cast(g.add_inferred(op, {g.cast(a[0], DType::F32), a[1], scale, scale}),
+                        DType::F64);
+        });
+    c.h = 0.5;
+    c.tol = 1e-4;
+    cs.push_back(std::move(c));
+  }
   // Recurrent cells (through their decomposition into scans), weights in the packed layout.
   auto rec = [](int64_t hidden, int64_t layers, bool bidir, bool batch_first, bool relu,
                 bool carry) {

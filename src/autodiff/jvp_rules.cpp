@@ -152,6 +152,7 @@ constexpr JvpEntry kHand[] = {
     {OpKind::Svd, kRule, linalg::jvp_svd},
     {OpKind::Eigh, kRule, linalg::jvp_eigh},
     {OpKind::FakeQuantize, kRule, quant::jvp_fake_quantize},
+    {OpKind::DequantMatMul, kRule, quant::jvp_dequant_matmul},
     {OpKind::AllReduce, kRule, collective::jvp_all_reduce},
     {OpKind::GaussianSplatRender, kRule, splat::jvp_render},
     {OpKind::CustomFn, kRule, jvp_custom_fn},

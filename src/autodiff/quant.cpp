@@ -1,9 +1,14 @@
-// src/autodiff/quant.cpp -- derivative rules of the quantization family. Only fake_quantize has
-// one: quantize and dequantize have an integer result or operand, which carry no derivative in
-// rlx, and q_matmul / q_conv2d are integer arithmetic. fake_quantize follows PyTorch's
-// straight-through estimator (torch.fake_quantize_per_tensor_affine's backward): the derivative
-// is 1 where round(x / scale) + zero_point lands in [qmin, qmax] and 0 where it is clamped.
+// src/autodiff/quant.cpp -- derivative rules of the quantization families. In the Quant family
+// only fake_quantize has one: quantize and dequantize have an integer result or operand, which
+// carry no derivative in rlx, and q_matmul / q_conv2d are integer arithmetic. fake_quantize
+// follows PyTorch's straight-through estimator (torch.fake_quantize_per_tensor_affine's
+// backward): the derivative is 1 where round(x / scale) + zero_point lands in [qmin, qmax] and 0
+// where it is clamped. dequant_matmul (family Packed) is linear in x, and its transpose is the
+// same op with adjoint flipped, so both modes stay on packed weights (QLoRA trains adapters
+// beside such a frozen base); the weights themselves get no derivative.
 #include "quant.hpp"
+
+#include "ops/custom.hpp"
 
 #include <vector>
 
@@ -46,6 +51,48 @@ std::vector<Grad> vjp_fake_quantize(Builder& b, const Node& n, NodeId dy, std::s
 Grad jvp_fake_quantize(Builder& b, const Node& n, std::span<const Grad> t) {
   if (!t[0]) return std::nullopt;
   return b.mul(*t[0], pass_mask(b, n));
+}
+
+namespace {
+
+/// The Error for a derivative with respect to weight operand j of dequant_matmul n.
+[[noreturn]] void frozen_weight(Builder& b, const Node& n, std::size_t j) {
+  fail(ErrorKind::Unsupported,
+       "autodiff: dequant_matmul's quantized weight is a frozen base, so no derivative flows to "
+       "its operand ",
+       j, " (", ir::short_str(b.shape(n.inputs[j])),
+       "); train low-rank adapters beside it (x . W^T + scale (x A) B, QLoRA) or differentiate "
+       "an f32 copy of W (rlx::quant::unpack)",
+       ir::detail::at_source(n.loc));
+}
+
+/// dequant_matmul n's other form (adjoint flipped) applied to v in place of x.
+NodeId other_form(Builder& b, const Node& n, NodeId v) {
+  ir::DequantMatMulAttrs a = n.op.attrs<ir::DequantMatMulAttrs>();
+  a.adjoint = !a.adjoint;
+  std::vector<NodeId> ins(n.inputs.begin(), n.inputs.end());
+  ins[0] = v;
+  return b.op(ir::Op(OpKind::DequantMatMul, a), std::move(ins));
+}
+
+} // namespace
+
+std::vector<Grad> vjp_dequant_matmul(Builder& b, const Node& n, NodeId dy,
+                                     std::span<const char> want) {
+  for (std::size_t j = 1; j < n.inputs.size(); ++j)
+    if (want[j]) frozen_weight(b, n, j);
+  std::vector<Grad> g(n.inputs.size());
+  if (want[0]) g[0] = other_form(b, n, dy);
+  return g;
+}
+
+Grad jvp_dequant_matmul(Builder& b, const Node& n, std::span<const Grad> t) {
+  for (std::size_t j = 1; j < n.inputs.size(); ++j)
+    if (t[j]) frozen_weight(b, n, j);
+  if (!t[0]) return std::nullopt;
+  std::vector<NodeId> ins(n.inputs.begin(), n.inputs.end());
+  ins[0] = *t[0];
+  return b.op(n.op, std::move(ins));
 }
 
 } // namespace rlx::autodiff::quant

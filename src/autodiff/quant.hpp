@@ -10,5 +10,10 @@ namespace rlx::autodiff::quant {
 std::vector<Grad> vjp_fake_quantize(Builder& b, const Node& n, NodeId dy,
                                     std::span<const char> want);
 Grad jvp_fake_quantize(Builder& b, const Node& n, std::span<const Grad> t);
+/// dequant_matmul, linear in x: the other form (adjoint flipped) on the cotangent or tangent. The
+/// weight operands are a frozen quantized base: asking for their derivative is an rlx::Error.
+std::vector<Grad> vjp_dequant_matmul(Builder& b, const Node& n, NodeId dy,
+                                     std::span<const char> want);
+Grad jvp_dequant_matmul(Builder& b, const Node& n, std::span<const Grad> t);
 
 } // namespace rlx::autodiff::quant

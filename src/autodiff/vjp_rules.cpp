@@ -514,6 +514,7 @@ constexpr VjpEntry kHand[] = {
     {OpKind::Svd, kRule, linalg::vjp_svd},
     {OpKind::Eigh, kRule, linalg::vjp_eigh},
     {OpKind::FakeQuantize, kRule, quant::vjp_fake_quantize},
+    {OpKind::DequantMatMul, kRule, quant::vjp_dequant_matmul},
     {OpKind::AllReduce, kRule, collective::vjp_all_reduce},
     {OpKind::AllGather, kRule, collective::vjp_all_gather},
     {OpKind::ReduceScatter, kRule, collective::vjp_reduce_scatter},

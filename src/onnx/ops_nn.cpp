@@ -421,8 +421,59 @@ std::vector<float> multipliers(double xs, const std::vector<double>& ws, double 
 
 ir::Ints as_ints(const std::vector<double>& v) { return ir::Ints(v.begin(), v.end()); }
 
+/// QLinearMatMul with a batched b [.., K, N] (numpy's matmul broadcasting of the batch dims):
+/// q_matmul takes one weight matrix, so each matrix of the broadcast batch is one q_matmul of
+/// a's matching [M, K] slice, and the results are stacked back to [.., M, N]. Every entry runs
+/// the 2-D node's integer arithmetic, so the bits are those of the unbatched import.
+NodeId batched_q_matmul(Ctx& c, const ir::QMatMulAttrs& attrs) {
+  constexpr int64_t kMaxMatrices = 4096; // the nodes the unrolled batch adds to the graph
+  const std::vector<int64_t> ad = c.sizes(0), bd = c.sizes(3);
+  if (ad.size() < 2) c.unsupported("QLinearMatMul of a 1-D a by a batched b");
+  const int64_t m = ad[ad.size() - 2], k = ad.back(), kb = bd[bd.size() - 2], n = bd.back();
+  std::vector<int64_t> ab(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
+  const std::size_t r = std::max(ab.size(), bb.size());
+  ab.insert(ab.begin(), r - ab.size(), 1);
+  bb.insert(bb.begin(), r - bb.size(), 1);
+  std::vector<int64_t> batch(r);
+  int64_t total = 1, a_count = 1, b_count = 1;
+  for (std::size_t i = 0; i < r; ++i) {
+    if (ab[i] != bb[i] && ab[i] != 1 && bb[i] != 1)
+      fail(ErrorKind::Shape, "QLinearMatMul: the batch dims of a ", ir::short_str(c.shape(0)),
+           " and b ", ir::short_str(c.shape(3)), " do not broadcast");
+    batch[i] = ab[i] == 1 ? bb[i] : ab[i];
+    total *= batch[i];
+    a_count *= ab[i];
+    b_count *= bb[i];
+  }
+  if (total < 1 || total > kMaxMatrices)
+    c.unsupported(rlx::detail::cat("QLinearMatMul over ", total,
+                                   " batched matrices (rlx maps 1 to ", kMaxMatrices,
+                                   ", one q_matmul each)"));
+  const NodeId a3 = c.g.reshape_(c.in(0), {a_count, m, k});
+  const NodeId b3 = c.g.reshape_(c.in(3), {b_count, kb, n});
+  std::vector<NodeId> parts;
+  for (int64_t t = 0; t < total; ++t) {
+    // t's index in the broadcast batch, then the matrix of a and of b it reads.
+    int64_t rest = t, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (std::size_t i = r; i-- > 0;) {
+      const int64_t idx = rest % batch[i];
+      rest /= batch[i];
+      ia += (ab[i] == 1 ? 0 : idx) * sa;
+      ib += (bb[i] == 1 ? 0 : idx) * sb;
+      sa *= ab[i];
+      sb *= bb[i];
+    }
+    const NodeId x = c.g.reshape_(c.g.narrow_(a3, 0, ia, 1), {m, k});
+    const NodeId w = c.g.reshape_(c.g.narrow_(b3, 0, ib, 1), {kb, n});
+    parts.push_back(c.g.reshape_(c.g.add_inferred(Op(OpKind::QMatMul, attrs), {x, w}), {1, m, n}));
+  }
+  batch.push_back(m);
+  batch.push_back(n);
+  return c.g.reshape_(c.g.concat_(std::move(parts), 0), batch);
+}
+
 void qlinear_matmul(Ctx& c) {
-  if (c.rank(3) != 2) c.unsupported("QLinearMatMul with b of rank other than 2");
+  if (c.rank(3) < 2) c.unsupported("QLinearMatMul with a 1-D b");
   double xs = per_tensor(c, load_time(c, 1, "a_scale"), "a_scale");
   double xz = per_tensor(c, load_time(c, 2, "a_zero_point"), "a_zero_point");
   double ys = per_tensor(c, load_time(c, 6, "y_scale"), "y_scale");
@@ -430,6 +481,7 @@ void qlinear_matmul(Ctx& c) {
   ir::QMatMulAttrs a{int64_t(xz), as_ints(load_time(c, 5, "b_zero_point")), int64_t(yz),
                      multipliers(xs, load_time(c, 4, "b_scale"), ys),
                      c.need(7, "y_zero_point").dtype()};
+  if (c.rank(3) > 2) return c.out(0, batched_q_matmul(c, a));
   c.out(0, c.g.add_inferred(Op(OpKind::QMatMul, std::move(a)), {c.in(0), c.in(3)}));
 }
 

@@ -907,3 +907,58 @@ TEST_CASE("onnx: QLinearMatMul, DynamicQuantizeLinear + MatMulInteger, QLinearCo
     }
   }
 }
+
+TEST_CASE("onnx: QLinearMatMul with a batched b broadcasts a over b's batch (one q_matmul per "
+          "matrix) and requantizes each column by its own b_scale, on both backends") {
+  // a u8 [2, 4] (a graph input) times b i8 [3, 4, 2] (an initializer), per-column b_scale.
+  const int64_t m = 2, k = 4, n = 2, batch = 3;
+  std::vector<int64_t> av(m * k), bv(batch * k * n);
+  for (std::size_t i = 0; i < av.size(); ++i) av[i] = int64_t((i * 53 + 7) % 256);
+  for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = int64_t((i * 71 + 3) % 256) - 128;
+  using rlx::ir::DType;
+  using rlx::ir::Shape;
+  auto scalar_f32 = [](float v) { return Buffer::f32({}, std::vector<float>{v}); };
+  auto scalar_int = [](DType t, int64_t v) {
+    return Buffer::from_i64(Shape::of(std::vector<int64_t>{}, t), std::vector<int64_t>{v});
+  };
+  const float a_scale = 0.02f, y_scale = 0.05f, b_scale[2] = {0.03f, 0.011f};
+  const int64_t a_zp = 128, b_zp = 1, y_zp = 100;
+  std::vector<std::pair<std::string, Buffer>> inits = {
+      {"a_scale", scalar_f32(a_scale)},
+      {"a_zp", scalar_int(DType::U8, a_zp)},
+      {"b", Buffer::from_i64(Shape({batch, k, n}, DType::I8), bv)},
+      {"b_scale", Buffer::f32({n}, std::vector<float>{b_scale[0], b_scale[1]})},
+      {"b_zp", scalar_int(DType::I8, b_zp)},
+      {"y_scale", scalar_f32(y_scale)},
+      {"y_zp", scalar_int(DType::U8, y_zp)}};
+  const std::string bytes = model_proto(
+      graph_proto("g",
+                  {node_proto("QLinearMatMul",
+                              {"a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"},
+                              {"y"}, {})},
+                  inits, {value_info("a", 2, {m, k})}, {field(1, "y")}),
+      13);
+  rlx::onnx::Model model = rlx::onnx::parse_model(bytes, "qmm.onnx");
+  CHECK(count_ops(model.graph, rlx::ir::OpKind::QMatMul) == batch);
+  // ONNX's definition: y = saturate(round((a - a_zp) (b - b_zp) * a_scale b_scale / y_scale) +
+  // y_zp), the multiplier in f32, the rounding half to even.
+  std::vector<int64_t> want;
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc +=
+              (av[std::size_t(i * k + p)] - a_zp) * (bv[std::size_t((t * k + p) * n + j)] - b_zp);
+        const float mult = a_scale * b_scale[j] / y_scale;
+        const double y = std::nearbyint(double(acc) * double(mult)) + double(y_zp);
+        want.push_back(int64_t(std::clamp(y, 0.0, 255.0)));
+      }
+  const Buffer a = Buffer::from_i64(Shape({m, k}, DType::U8), av);
+  for (rlx::Backend backend : {rlx::Backend::Interp, rlx::Backend::Jit}) {
+    std::vector<Buffer> got = run_named(model, {{"a", a}}, backend);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].shape() == Shape({batch, m, n}, DType::U8));
+    CHECK(got[0].to_i64() == want);
+  }
+}
