@@ -24,12 +24,7 @@ namespace rlx::nn {
 namespace {
 
 using rlx::detail::at_loc;
-
-std::string dims_str(const Dims& d) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
+using rlx::detail::dims_str;
 
 void check_float(const Tensor& x, const char* role, std::string_view what, const Loc& loc) {
   rlx::detail::check_defined(x, what, loc);
@@ -103,19 +98,35 @@ Tensor per_channel(const Tensor& v, int64_t rank, int64_t c, const char* role,
 
 // ---- Convolutions
 
-Tensor conv_nd(std::size_t sp, const Tensor& x0, const Tensor& w, const std::optional<Tensor>& bias,
-               const ConvOptions& o, std::string_view what, const Loc& loc) {
+/// What conv and conv_transpose check alike: the input (given a batch axis) and the weight are
+/// float, the weight is [<channels>, sp kernel axes], and stride and dilation spread to sp
+/// positive values.
+struct ConvArgs {
+  Tensor x;
   bool batched = true;
-  Tensor x = batch_of(x0, sp, batched, what, loc);
-  check_float(x, "input", what, loc);
+  Dims stride, dilation;
+};
+ConvArgs conv_args(std::size_t sp, const Tensor& x0, const Tensor& w, const Dims& stride,
+                   const Dims& dilation, const char* channels, std::string_view what,
+                   const Loc& loc) {
+  ConvArgs a;
+  a.x = batch_of(x0, sp, a.batched, what, loc);
+  check_float(a.x, "input", what, loc);
   check_float(w, "weight", what, loc);
   if (std::size_t(w.ndim()) != sp + 2)
-    fail(ErrorKind::Shape, what, ": weight must be [C_out, C_in/groups, ", sp,
-         " kernel axes], got ", ir::short_str(w.shape()), at_loc(loc));
-  Dims stride = per_axis(o.stride, sp, "stride", what, loc);
-  Dims dilation = per_axis(o.dilation, sp, "dilation", what, loc);
-  check_positive(stride, "stride", what, loc);
-  check_positive(dilation, "dilation", what, loc);
+    fail(ErrorKind::Shape, what, ": weight must be [", channels, ", ", sp, " kernel axes], got ",
+         ir::short_str(w.shape()), at_loc(loc));
+  a.stride = per_axis(stride, sp, "stride", what, loc);
+  a.dilation = per_axis(dilation, sp, "dilation", what, loc);
+  check_positive(a.stride, "stride", what, loc);
+  check_positive(a.dilation, "dilation", what, loc);
+  return a;
+}
+
+Tensor conv_nd(std::size_t sp, const Tensor& x0, const Tensor& w, const std::optional<Tensor>& bias,
+               const ConvOptions& o, std::string_view what, const Loc& loc) {
+  auto [x, batched, stride, dilation] =
+      conv_args(sp, x0, w, o.stride, o.dilation, "C_out, C_in/groups", what, loc);
   int64_t c_in = x.size(1, loc), c_out = w.size(0, loc);
   if (o.groups <= 0 || c_in % o.groups != 0 || c_out % o.groups != 0 ||
       w.size(1, loc) * o.groups != c_in)
@@ -179,19 +190,10 @@ Tensor conv_nd(std::size_t sp, const Tensor& x0, const Tensor& w, const std::opt
 Tensor conv_transpose_nd(std::size_t sp, const Tensor& x0, const Tensor& w,
                          const std::optional<Tensor>& bias, const ConvTransposeOptions& o,
                          std::string_view what, const Loc& loc) {
-  bool batched = true;
-  Tensor x = batch_of(x0, sp, batched, what, loc);
-  check_float(x, "input", what, loc);
-  check_float(w, "weight", what, loc);
-  if (std::size_t(w.ndim()) != sp + 2)
-    fail(ErrorKind::Shape, what, ": weight must be [C_in, C_out/groups, ", sp,
-         " kernel axes], got ", ir::short_str(w.shape()), at_loc(loc));
-  Dims stride = per_axis(o.stride, sp, "stride", what, loc);
-  Dims dilation = per_axis(o.dilation, sp, "dilation", what, loc);
+  auto [x, batched, stride, dilation] =
+      conv_args(sp, x0, w, o.stride, o.dilation, "C_in, C_out/groups", what, loc);
   Dims padding = per_axis(o.padding, sp, "padding", what, loc);
   Dims out_pad = per_axis(o.output_padding, sp, "output_padding", what, loc);
-  check_positive(stride, "stride", what, loc);
-  check_positive(dilation, "dilation", what, loc);
   check_nonnegative(padding, "padding", what, loc);
   check_nonnegative(out_pad, "output_padding", what, loc);
   int64_t c_in = x.size(1, loc);
@@ -494,6 +496,31 @@ Tensor normalise(const Tensor& x, const Tensor& mean, const Tensor& var, double 
   return (x - mean) * rlx::rsqrt(var + eps, loc);
 }
 
+/// batch_norm's and instance_norm's running_mean and running_var: both or neither, each [C].
+std::pair<std::optional<Tensor>, std::optional<Tensor>>
+running_stats(const std::optional<Tensor>& mean, const std::optional<Tensor>& var, int64_t c,
+              std::string_view what, const Loc& loc) {
+  if (mean.has_value() != var.has_value())
+    fail(ErrorKind::Value, what, ": pass both running_mean and running_var or neither",
+         at_loc(loc));
+  if (!mean) return {};
+  return {channel_vector(*mean, c, "running_mean", what, loc),
+          channel_vector(*var, c, "running_var", what, loc)};
+}
+
+/// A running statistic moved toward this batch's value by momentum m, in the running dtype.
+Tensor running_update(const Tensor& running, const Tensor& batch, double m, const Loc& loc) {
+  return running * (1 - m) + batch.cast(running.dtype(), loc) * m;
+}
+
+/// x normalised with the running statistics [C] (inference), in x's dtype.
+Tensor normalise_running(const Tensor& x, const Tensor& rm, const Tensor& rv, int64_t c, double eps,
+                         const Loc& loc) {
+  const Dims sizes = channel_sizes(x.ndim(), c);
+  return normalise(x, rm.reshape(sizes, loc).cast(x.dtype(), loc),
+                   rv.reshape(sizes, loc).cast(x.dtype(), loc), eps, loc);
+}
+
 } // namespace
 
 Tensor conv1d(const Tensor& x, const Tensor& w, std::optional<Tensor> b, const ConvOptions& o,
@@ -573,22 +600,14 @@ NormResult batch_norm(const Tensor& x, std::optional<Tensor> running_mean,
   constexpr std::string_view what = "batch_norm";
   check_nc(x, what, loc);
   int64_t c = x.size(1, loc), rank = x.ndim();
-  if (running_mean.has_value() != running_var.has_value())
-    fail(ErrorKind::Value, what, ": pass both running_mean and running_var or neither",
-         at_loc(loc));
-  std::optional<Tensor> rm, rv;
-  if (running_mean) {
-    rm = channel_vector(*running_mean, c, "running_mean", what, loc);
-    rv = channel_vector(*running_var, c, "running_var", what, loc);
-  }
+  auto [rm, rv] = running_stats(running_mean, running_var, c, what, loc);
   if (!o.training) {
     if (!rm)
       fail(ErrorKind::Value, what,
            ": inference (training = false) needs running_mean and "
            "running_var",
            at_loc(loc));
-    Tensor y = normalise(x, rm->reshape(channel_sizes(rank, c), loc).cast(x.dtype(), loc),
-                         rv->reshape(channel_sizes(rank, c), loc).cast(x.dtype(), loc), o.eps, loc);
+    Tensor y = normalise_running(x, *rm, *rv, c, o.eps, loc);
     return {affine(y, o.weight, o.bias, c, what, loc), running_mean, running_var};
   }
   int64_t n = c ? x.numel() / c : 0;
@@ -601,8 +620,8 @@ NormResult batch_norm(const Tensor& x, std::optional<Tensor> running_mean,
                std::nullopt, std::nullopt};
   if (rm) {
     double m = o.momentum, unbias = double(n) / double(n - 1);
-    r.running_mean = *rm * (1 - m) + mean.reshape({c}, loc).cast(rm->dtype(), loc) * m;
-    r.running_var = *rv * (1 - m) + (var.reshape({c}, loc) * unbias).cast(rv->dtype(), loc) * m;
+    r.running_mean = running_update(*rm, mean.reshape({c}, loc), m, loc);
+    r.running_var = running_update(*rv, var.reshape({c}, loc) * unbias, m, loc);
   }
   return r;
 }
@@ -611,20 +630,12 @@ NormResult instance_norm(const Tensor& x, const InstanceNormOptions& o, Loc loc)
   constexpr std::string_view what = "instance_norm";
   check_nc(x, what, loc);
   int64_t c = x.size(1, loc), rank = x.ndim();
-  if (o.running_mean.has_value() != o.running_var.has_value())
-    fail(ErrorKind::Value, what, ": pass both running_mean and running_var or neither",
-         at_loc(loc));
-  std::optional<Tensor> rm, rv;
-  if (o.running_mean) {
-    rm = channel_vector(*o.running_mean, c, "running_mean", what, loc);
-    rv = channel_vector(*o.running_var, c, "running_var", what, loc);
-  }
+  auto [rm, rv] = running_stats(o.running_mean, o.running_var, c, what, loc);
   if (!o.use_input_stats) {
     if (!rm)
       fail(ErrorKind::Value, what, ": use_input_stats = false needs running_mean and running_var",
            at_loc(loc));
-    Tensor y = normalise(x, rm->reshape(channel_sizes(rank, c), loc).cast(x.dtype(), loc),
-                         rv->reshape(channel_sizes(rank, c), loc).cast(x.dtype(), loc), o.eps, loc);
+    Tensor y = normalise_running(x, *rm, *rv, c, o.eps, loc);
     return {affine(y, o.weight, o.bias, c, what, loc), o.running_mean, o.running_var};
   }
   int64_t n = c && x.size(0, loc) ? x.numel() / (c * x.size(0, loc)) : 0;
@@ -640,8 +651,8 @@ NormResult instance_norm(const Tensor& x, const InstanceNormOptions& o, Loc loc)
     double m = o.momentum, unbias = double(n) / double(n - 1);
     Tensor bm = mean.reshape({x.size(0, loc), c}, loc).mean({0}, false, loc);
     Tensor bv = (var.reshape({x.size(0, loc), c}, loc) * unbias).mean({0}, false, loc);
-    r.running_mean = *rm * (1 - m) + bm.cast(rm->dtype(), loc) * m;
-    r.running_var = *rv * (1 - m) + bv.cast(rv->dtype(), loc) * m;
+    r.running_mean = running_update(*rm, bm, m, loc);
+    r.running_var = running_update(*rv, bv, m, loc);
   }
   return r;
 }

@@ -4,6 +4,9 @@
 #include "rlx/apply.hpp"
 #include "rlx/tensor.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,7 +31,21 @@ void check_sizes(const Dims& sizes, DType dtype, std::string_view what, const Lo
 Tensor apply1(const Tensor& x, const std::function<ir::NodeId(ir::Graph&, ir::NodeId)>& build,
               const Loc& loc);
 
-/// Tensor::index with an integer or bool tensor among the indices (src/frontend/numpy_shape.cpp).
+/// Tensor::index with an integer or bool tensor among the indices
+/// (src/frontend/numpy_indexing.cpp).
 Tensor index_advanced(const Tensor& self, const std::vector<TensorIndex>& indices, Loc loc);
+
+/// "[1,2]": sizes, axes or per-axis options in an error message.
+inline std::string dims_str(const Dims& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+/// The product of d[from, to) (1 when empty).
+inline int64_t product(const Dims& d, std::size_t from = 0, std::size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (std::size_t i = from; i < std::min(to, d.size()); ++i) p *= d[i];
+  return p;
+}
 
 } // namespace rlx::detail

@@ -15,13 +15,8 @@ namespace rlx {
 
 namespace {
 
+using detail::dims_str;
 using detail::norm_axis;
-
-std::string sizes_str(const Dims& d) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 void check_index_dtype(const Tensor& index, std::string_view what, const Loc& loc) {
   if (!ir::is_int(index.dtype()))
@@ -70,18 +65,18 @@ Tensor flat_positions(const Dims& xs, const Tensor& index, const Dims& out, int6
 Dims selected_sizes(const Dims& xs, const Dims& is, int64_t axis, bool broadcast,
                     std::string_view what, const Loc& loc) {
   if (is.size() != xs.size())
-    fail(ErrorKind::Shape, what, ": indices ", sizes_str(is), " must have the rank of x ",
-         sizes_str(xs), detail::at_loc(loc));
+    fail(ErrorKind::Shape, what, ": indices ", dims_str(is), " must have the rank of x ",
+         dims_str(xs), detail::at_loc(loc));
   Dims out = is;
   for (std::size_t d = 0; d < xs.size(); ++d) {
     if (int64_t(d) == axis) continue;
     if (broadcast) {
       if (is[d] != xs[d] && is[d] != 1 && xs[d] != 1)
-        fail(ErrorKind::Shape, what, ": indices ", sizes_str(is), " do not broadcast against x ",
-             sizes_str(xs), " off axis ", axis, detail::at_loc(loc));
+        fail(ErrorKind::Shape, what, ": indices ", dims_str(is), " do not broadcast against x ",
+             dims_str(xs), " off axis ", axis, detail::at_loc(loc));
       out[d] = is[d] == 1 ? xs[d] : is[d];
     } else if (is[d] > xs[d]) {
-      fail(ErrorKind::Shape, what, ": index ", sizes_str(is), " is larger than x ", sizes_str(xs),
+      fail(ErrorKind::Shape, what, ": index ", dims_str(is), " is larger than x ", dims_str(xs),
            " on axis ", d, detail::at_loc(loc));
     }
   }
@@ -293,12 +288,12 @@ std::pair<Tensor, Tensor> scatter_operands(const Tensor& x, int64_t axis, const 
   Dims xs = x.sizes(loc), is = index.sizes(loc), ss = src.sizes(loc);
   Dims out = selected_sizes(xs, is, a, false, what, loc);
   if (ss.size() != is.size())
-    fail(ErrorKind::Shape, what, ": src ", sizes_str(ss), " must have the rank of index ",
-         sizes_str(is), detail::at_loc(loc));
+    fail(ErrorKind::Shape, what, ": src ", dims_str(ss), " must have the rank of index ",
+         dims_str(is), detail::at_loc(loc));
   Tensor s = src;
   for (std::size_t d = 0; d < is.size(); ++d) {
     if (is[d] > ss[d])
-      fail(ErrorKind::Shape, what, ": index ", sizes_str(is), " is larger than src ", sizes_str(ss),
+      fail(ErrorKind::Shape, what, ": index ", dims_str(is), " is larger than src ", dims_str(ss),
            " on axis ", d, detail::at_loc(loc));
     if (is[d] < ss[d]) s = narrow(s, int64_t(d), 0, is[d], loc);
   }
@@ -343,12 +338,11 @@ Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tenso
   Dims xs = x.sizes(loc), ss = src.sizes(loc), is = index.sizes(loc);
   Dims want = xs;
   if (is.size() != 1)
-    fail(ErrorKind::Shape, "index_add: index must be 1-D, got ", sizes_str(is),
-         detail::at_loc(loc));
+    fail(ErrorKind::Shape, "index_add: index must be 1-D, got ", dims_str(is), detail::at_loc(loc));
   want[std::size_t(a)] = is[0];
   if (ss != want)
-    fail(ErrorKind::Shape, "index_add: src ", sizes_str(ss), " must be ", sizes_str(want), " (x ",
-         sizes_str(xs), " with axis ", axis, " the length of index)", detail::at_loc(loc));
+    fail(ErrorKind::Shape, "index_add: src ", dims_str(ss), " must be ", dims_str(want), " (x ",
+         dims_str(xs), " with axis ", axis, " the length of index)", detail::at_loc(loc));
   int64_t len = xs[std::size_t(a)];
   Tensor idx = index.cast(DType::I64, loc);
   idx = where((idx < -len) || (idx >= len), len, idx, loc); // out of range: reported by scatter_add

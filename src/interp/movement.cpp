@@ -2,6 +2,7 @@
 // expand, reverse, pad, gather. Elements are copied as raw bytes, so every dtype works.
 // transpose/narrow/slice/expand/reverse are one strided copy: each output axis reads the input
 // with a (possibly zero or negative) stride from a base offset.
+#include "index_operand.hpp"
 #include "kernels.hpp"
 
 #include <cmath>
@@ -159,27 +160,12 @@ Buffer pad(const ir::Node& n, const Buffer& x) {
 Buffer gather(const ir::Node& n, const Buffer& table, const Buffer& idx) {
   int64_t axis = norm_axis(n.op.attrs<ir::GatherAttrs>().axis, table.shape().rank());
   AxisSplit s = split_at(table.shape(), axis);
-  auto bad = [&](const auto& shown, const char* why) {
-    fail(ErrorKind::Value, n.op.name(), ": index ", shown, why, axis, " of size ", s.len,
-         " (table ", ir::short_str(table.shape()), ", indices ", ir::short_str(idx.shape()), ")");
-  };
-  // Validate every index first; negative ones count from the end.
-  std::vector<int64_t> pos(std::size_t(idx.numel()));
-  bool float_indices = ir::is_float(idx.dtype());
-  for (int64_t j = 0; j < idx.numel(); ++j) {
-    int64_t p;
-    if (float_indices) {
-      double v = idx.get_f64(j);
-      if (std::isnan(v)) bad("NaN", " is not a valid index for axis ");
-      double t = std::trunc(v);
-      if (t < -double(s.len) || t >= double(s.len)) bad(v, " is out of range for axis ");
-      p = int64_t(t);
-    } else {
-      p = idx.get_i64(j);
-      if (p < -s.len || p >= s.len) bad(p, " is out of range for axis ");
-    }
-    pos[std::size_t(j)] = p < 0 ? p + s.len : p;
-  }
+  const std::vector<int64_t> pos = index_positions(idx, s.len, [&](const auto& shown, bool nan) {
+    fail(ErrorKind::Value, n.op.name(), ": index ", shown,
+         nan ? " is not a valid index for axis " : " is out of range for axis ", axis, " of size ",
+         s.len, " (table ", ir::short_str(table.shape()), ", indices ", ir::short_str(idx.shape()),
+         ")");
+  });
   Buffer out(n.shape);
   std::size_t es = ir::size_bytes(out.dtype()), row = std::size_t(s.inner) * es;
   int64_t m = idx.numel();

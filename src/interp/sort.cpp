@@ -2,6 +2,7 @@
 // top_k, argsort. Values are compared as double (floats) or int64 (integers and bool); NaN
 // orders above every number, and equal keys keep their index order, so every result is
 // deterministic and the JIT (which runs these kernels) gives the same bits.
+#include "index_operand.hpp"
 #include "kernels.hpp"
 
 #include <algorithm>
@@ -97,28 +98,11 @@ RLX_KERNEL(ScatterAdd) {
   int64_t axis = norm_axis(a.axis, upd.shape().rank());
   AxisSplit s = split_at(upd.shape(), axis); // s.len = the number of indices
   int64_t out_dim = a.out_dim;
-  auto bad = [&](const auto& shown) {
+  const std::vector<int64_t> pos = index_positions(idx, out_dim, [&](const auto& shown, bool) {
     fail(ErrorKind::Value, n.op.name(), ": index ", shown, " is out of range for axis ", axis,
          " of size ", out_dim, " (updates ", ir::short_str(upd.shape()), ", indices ",
          ir::short_str(idx.shape()), ")");
-  };
-  // Validate every index first; negative ones count from the end, floats truncate.
-  std::vector<int64_t> pos(std::size_t(idx.numel()));
-  bool float_indices = ir::is_float(idx.dtype());
-  for (int64_t j = 0; j < idx.numel(); ++j) {
-    int64_t p;
-    if (float_indices) {
-      double v = idx.get_f64(j);
-      if (std::isnan(v)) bad("NaN");
-      double t = std::trunc(v);
-      if (t < -double(out_dim) || t >= double(out_dim)) bad(v);
-      p = int64_t(t);
-    } else {
-      p = idx.get_i64(j);
-      if (p < -out_dim || p >= out_dim) bad(p);
-    }
-    pos[std::size_t(j)] = p < 0 ? p + out_dim : p;
-  }
+  });
   Buffer out(n.shape);
   int64_t total = s.outer * out_dim * s.inner;
   // Accumulate in the interpreter's domain (double or int64), in index order, and round once.

@@ -40,6 +40,11 @@ void put_f16(uint8_t* p, float v) {
   uint16_t h = rlx::detail::f32_to_f16(v);
   std::memcpy(p, &h, 2);
 }
+/// Stores v as f16 and returns what it reads back as (the scale the decoder will use).
+float store_f16(uint8_t* p, float v) {
+  put_f16(p, v);
+  return f16(p);
+}
 float f32_at(const uint8_t* p) {
   float v;
   std::memcpy(&v, p, 4);
@@ -75,16 +80,67 @@ float signed_max(const float* x, int64_t n) {
 /// x / d, or 0 when d is 0 (an all-zero block).
 float over(float x, float d) { return d == 0.0f ? 0.0f : x / d; }
 
+/// Widens [lo, hi] to take in x[0..n) (NaNs are passed over).
+void widen(const float* x, int64_t n, float& lo, float& hi) {
+  for (int64_t i = 0; i < n; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+}
+
+/// The affine K-quants' (Q2_K, Q4_K, Q5_K) sub-block parameters: for each of `count` sub-blocks
+/// of `len` values, the step (hi - lo) / levels and the offset -lo, with 0 inside [lo, hi].
+void affine_scales(const float* x, int count, int len, int levels, float* scale, float* mn) {
+  for (int j = 0; j < count; ++j) {
+    float lo = 0, hi = 0;
+    widen(x + len * j, len, lo, hi);
+    scale[j] = (hi - lo) / float(levels);
+    mn[j] = -lo;
+  }
+}
+
+/// The symmetric K-quants' (Q3_K, Q6_K) sub-block scales: each sub-block's signed largest value
+/// over `lowest` (the most negative code, so that value gets it). Returns the largest |scale|.
+float symmetric_scales(const float* x, int count, int len, float lowest, float* scale) {
+  for (int j = 0; j < count; ++j) scale[j] = signed_max(x + len * j, len) / lowest;
+  float dmax = 0;
+  for (int j = 0; j < count; ++j) dmax = std::max(dmax, std::fabs(scale[j]));
+  return dmax;
+}
+
+/// Int8Block's, Int8BlockAsym's or Int4Block's codes of n values: d * code, or d * (code - zp).
+/// The packed blocks and the split form share it.
+void dec_int_codes(QuantFormat f, const uint8_t* q, int64_t n, float d, float zp, float* y) {
+  if (f == QuantFormat::Int8Block) {
+    for (int64_t i = 0; i < n; ++i) y[i] = d * float(int8_t(q[i]));
+  } else if (f == QuantFormat::Int8BlockAsym) {
+    for (int64_t i = 0; i < n; ++i) y[i] = d * (float(q[i]) - zp);
+  } else {
+    for (int64_t i = 0; i < n / 2; ++i) {
+      y[2 * i] = d * (float(q[i] & 15) - zp);
+      y[2 * i + 1] = d * (float(q[i] >> 4) - zp);
+    }
+  }
+}
+
+/// 16 E2M1 codes, two a byte (low nibble first), times s: an NVFP4 block's values.
+void dec_fp4x16(const uint8_t* q, float s, float* y) {
+  for (int i = 0; i < 8; ++i) {
+    y[2 * i] = fp4_e2m1_to_f32(q[i] & 15) * s;
+    y[2 * i + 1] = fp4_e2m1_to_f32(q[i] >> 4) * s;
+  }
+}
+
+// Every codec takes the scheme (only the Int* formats read it, for their block size), so that
+// one table (kCodecs, below) holds them all.
+
 // ---- GGUF legacy blocks (32 values)
 
-void dec_q4_0(const uint8_t* b, float* y) {
+void dec_q4_0(QuantScheme, const uint8_t* b, float* y) {
   const float d = f16(b);
   for (int j = 0; j < 16; ++j) {
     y[j] = float(int(b[2 + j] & 15) - 8) * d;
     y[j + 16] = float(int(b[2 + j] >> 4) - 8) * d;
   }
 }
-void enc_q4_0(const float* x, uint8_t* b) {
+void enc_q4_0(QuantScheme, const float* x, uint8_t* b) {
   const float d = signed_max(x, 32) / -8.0f;
   put_f16(b, d);
   for (int j = 0; j < 16; ++j) {
@@ -92,16 +148,16 @@ void enc_q4_0(const float* x, uint8_t* b) {
     b[2 + j] = uint8_t(lo | (hi << 4));
   }
 }
-void dec_q4_1(const uint8_t* b, float* y) {
+void dec_q4_1(QuantScheme, const uint8_t* b, float* y) {
   const float d = f16(b), m = f16(b + 2);
   for (int j = 0; j < 16; ++j) {
     y[j] = float(b[4 + j] & 15) * d + m;
     y[j + 16] = float(b[4 + j] >> 4) * d + m;
   }
 }
-void enc_q4_1(const float* x, uint8_t* b) {
+void enc_q4_1(QuantScheme, const float* x, uint8_t* b) {
   float lo = x[0], hi = x[0];
-  for (int j = 1; j < 32; ++j) lo = std::min(lo, x[j]), hi = std::max(hi, x[j]);
+  widen(x + 1, 31, lo, hi);
   const float d = (hi - lo) / 15.0f;
   put_f16(b, d);
   put_f16(b + 2, lo);
@@ -115,7 +171,8 @@ uint32_t u32_at(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
-void dec_q5(const uint8_t* b, float* y, bool with_min) {
+/// Q5_0 and Q5_1 (with_min).
+template <bool with_min> void dec_q5(QuantScheme, const uint8_t* b, float* y) {
   const float d = f16(b), m = with_min ? f16(b + 2) : 0.0f;
   const uint8_t* p = b + (with_min ? 4 : 2);
   const uint32_t qh = u32_at(p);
@@ -132,11 +189,11 @@ void dec_q5(const uint8_t* b, float* y, bool with_min) {
     }
   }
 }
-void enc_q5(const float* x, uint8_t* b, bool with_min) {
+template <bool with_min> void enc_q5(QuantScheme, const float* x, uint8_t* b) {
   int q[32];
   if (with_min) {
     float lo = x[0], hi = x[0];
-    for (int j = 1; j < 32; ++j) lo = std::min(lo, x[j]), hi = std::max(hi, x[j]);
+    widen(x + 1, 31, lo, hi);
     const float d = (hi - lo) / 31.0f;
     put_f16(b, d);
     put_f16(b + 2, lo);
@@ -152,11 +209,11 @@ void enc_q5(const float* x, uint8_t* b, bool with_min) {
   std::memcpy(p, &qh, 4);
   for (int j = 0; j < 16; ++j) p[4 + j] = uint8_t((q[j] & 15) | ((q[j + 16] & 15) << 4));
 }
-void dec_q8_0(const uint8_t* b, float* y) {
+void dec_q8_0(QuantScheme, const uint8_t* b, float* y) {
   const float d = f16(b);
   for (int j = 0; j < 32; ++j) y[j] = float(int8_t(b[2 + j])) * d;
 }
-void enc_q8_0(const float* x, uint8_t* b) {
+void enc_q8_0(QuantScheme, const float* x, uint8_t* b) {
   const float d = amax_of(x, 32) / 127.0f;
   put_f16(b, d);
   for (int j = 0; j < 32; ++j) b[2 + j] = uint8_t(int8_t(qclamp(over(x[j], d), -127, 127)));
@@ -168,7 +225,7 @@ void enc_q8_0(const float* x, uint8_t* b) {
 inline int qs2_byte(int v) { return (v / 128) * 32 + v % 32; }
 inline int qs2_shift(int v) { return 2 * ((v % 128) / 32); }
 
-void dec_q2_k(const uint8_t* b, float* y) {
+void dec_q2_k(QuantScheme, const uint8_t* b, float* y) {
   const uint8_t *sc = b, *qs = b + 16;
   const float d = f16(b + 80), dmin = f16(b + 82);
   for (int v = 0; v < kQK; ++v) {
@@ -177,19 +234,12 @@ void dec_q2_k(const uint8_t* b, float* y) {
     y[v] = dl * float((qs[qs2_byte(v)] >> qs2_shift(v)) & 3) - ml;
   }
 }
-void enc_q2_k(const float* x, uint8_t* b) {
+void enc_q2_k(QuantScheme, const float* x, uint8_t* b) {
   float scale[16], mn[16];
-  for (int j = 0; j < 16; ++j) {
-    float lo = 0, hi = 0;
-    for (int l = 0; l < 16; ++l) lo = std::min(lo, x[16 * j + l]), hi = std::max(hi, x[16 * j + l]);
-    scale[j] = (hi - lo) / 3.0f;
-    mn[j] = -lo;
-  }
+  affine_scales(x, 16, 16, 3, scale, mn);
   const float d = *std::max_element(scale, scale + 16) / 15.0f;
   const float dmin = *std::max_element(mn, mn + 16) / 15.0f;
-  put_f16(b + 80, d);
-  put_f16(b + 82, dmin);
-  const float dh = f16(b + 80), mh = f16(b + 82);
+  const float dh = store_f16(b + 80, d), mh = store_f16(b + 82, dmin);
   std::memset(b + 16, 0, 64);
   for (int j = 0; j < 16; ++j) {
     const int s = qclamp(over(scale[j], d), 0, 15), m = qclamp(over(mn[j], dmin), 0, 15);
@@ -209,7 +259,7 @@ int q3_scale(const uint8_t* s, int i) {
   const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
   return lo | (hi << 4);
 }
-void dec_q3_k(const uint8_t* b, float* y) {
+void dec_q3_k(QuantScheme, const uint8_t* b, float* y) {
   const uint8_t *hm = b, *qs = b + 32, *sc = b + 96;
   const float d = f16(b + 108);
   for (int v = 0; v < kQK; ++v) {
@@ -219,14 +269,10 @@ void dec_q3_k(const uint8_t* b, float* y) {
     y[v] = dl * float(lo - (h ? 0 : 4));
   }
 }
-void enc_q3_k(const float* x, uint8_t* b) {
+void enc_q3_k(QuantScheme, const float* x, uint8_t* b) {
   float scale[16];
-  for (int j = 0; j < 16; ++j) scale[j] = signed_max(x + 16 * j, 16) / -4.0f;
-  float dmax = 0;
-  for (float s : scale) dmax = std::max(dmax, std::fabs(s));
-  const float d = dmax / 31.0f;
-  put_f16(b + 108, d);
-  const float dh = f16(b + 108);
+  const float d = symmetric_scales(x, 16, 16, -4.0f, scale) / 31.0f;
+  const float dh = store_f16(b + 108, d);
   std::memset(b, 0, 108);
   uint8_t* sc = b + 96;
   for (int j = 0; j < 16; ++j) {
@@ -263,8 +309,8 @@ void put_k4_scales(uint8_t* q, const int* sc, const int* m) {
     q[j + 8] = uint8_t((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
   }
 }
-/// Q4_K (qh null) and Q5_K.
-void dec_k45(const uint8_t* b, float* y, bool five) {
+/// Q4_K and Q5_K (five: with the fifth bits qh).
+template <bool five> void dec_k45(QuantScheme, const uint8_t* b, float* y) {
   const float d = f16(b), dmin = f16(b + 2);
   const uint8_t* sc = b + 4;
   const uint8_t* qh = five ? b + 16 : nullptr;
@@ -279,20 +325,13 @@ void dec_k45(const uint8_t* b, float* y, bool five) {
     y[v] = dl * float(q) - ml;
   }
 }
-void enc_k45(const float* x, uint8_t* b, bool five) {
+template <bool five> void enc_k45(QuantScheme, const float* x, uint8_t* b) {
   const int levels = five ? 31 : 15;
   float scale[8], mn[8];
-  for (int j = 0; j < 8; ++j) {
-    float lo = 0, hi = 0;
-    for (int l = 0; l < 32; ++l) lo = std::min(lo, x[32 * j + l]), hi = std::max(hi, x[32 * j + l]);
-    scale[j] = (hi - lo) / float(levels);
-    mn[j] = -lo;
-  }
+  affine_scales(x, 8, 32, levels, scale, mn);
   const float d = *std::max_element(scale, scale + 8) / 63.0f;
   const float dmin = *std::max_element(mn, mn + 8) / 63.0f;
-  put_f16(b, d);
-  put_f16(b + 2, dmin);
-  const float dh = f16(b), mh = f16(b + 2);
+  const float dh = store_f16(b, d), mh = store_f16(b + 2, dmin);
   int sc[8], m[8];
   for (int j = 0; j < 8; ++j)
     sc[j] = qclamp(over(scale[j], d), 0, 63), m[j] = qclamp(over(mn[j], dmin), 0, 63);
@@ -321,7 +360,7 @@ void q6_place(int v, int& ql, bool& high, int& qh, int& shift) {
   qh = 32 * n + l;
   shift = 2 * part;
 }
-void dec_q6_k(const uint8_t* b, float* y) {
+void dec_q6_k(QuantScheme, const uint8_t* b, float* y) {
   const uint8_t *ql = b, *qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const float d = f16(b + 208);
@@ -334,14 +373,10 @@ void dec_q6_k(const uint8_t* b, float* y) {
     y[v] = d * float(sc[v / 16]) * float(q);
   }
 }
-void enc_q6_k(const float* x, uint8_t* b) {
+void enc_q6_k(QuantScheme, const float* x, uint8_t* b) {
   float scale[16];
-  for (int j = 0; j < 16; ++j) scale[j] = signed_max(x + 16 * j, 16) / -32.0f;
-  float dmax = 0;
-  for (float s : scale) dmax = std::max(dmax, std::fabs(s));
-  const float d = dmax / 127.0f;
-  put_f16(b + 208, d);
-  const float dh = f16(b + 208);
+  const float d = symmetric_scales(x, 16, 16, -32.0f, scale) / 127.0f;
+  const float dh = store_f16(b + 208, d);
   std::memset(b, 0, 192);
   int sc[16];
   for (int j = 0; j < 16; ++j) {
@@ -358,11 +393,11 @@ void enc_q6_k(const float* x, uint8_t* b) {
     b[128 + hb] |= uint8_t((q >> 4) << sh);
   }
 }
-void dec_q8_k(const uint8_t* b, float* y) {
+void dec_q8_k(QuantScheme, const uint8_t* b, float* y) {
   const float d = f32_at(b);
   for (int v = 0; v < kQK; ++v) y[v] = d * float(int8_t(b[4 + v]));
 }
-void enc_q8_k(const float* x, uint8_t* b) {
+void enc_q8_k(QuantScheme, const float* x, uint8_t* b) {
   const float d = amax_of(x, kQK) / 127.0f;
   put_f32(b, d);
   for (int j = 0; j < 16; ++j) {
@@ -379,21 +414,10 @@ void enc_q8_k(const float* x, uint8_t* b) {
 // ---- rlx's own blocks of the Int*, FP8 and NVFP4 formats
 
 void dec_int(QuantScheme s, const uint8_t* b, float* y) {
-  const int64_t bs = s.block_size;
-  const float d = f32_at(b);
-  if (s.format == QuantFormat::Int8Block) {
-    for (int64_t i = 0; i < bs; ++i) y[i] = d * float(int8_t(b[4 + i]));
-    return;
-  }
-  const float zp = f32_at(b + 4);
-  if (s.format == QuantFormat::Int8BlockAsym) {
-    for (int64_t i = 0; i < bs; ++i) y[i] = d * (float(b[8 + i]) - zp);
-    return;
-  }
-  for (int64_t i = 0; i < bs / 2; ++i) {
-    y[2 * i] = d * (float(b[8 + i] & 15) - zp);
-    y[2 * i + 1] = d * (float(b[8 + i] >> 4) - zp);
-  }
+  if (s.format == QuantFormat::Int8Block)
+    dec_int_codes(s.format, b + 4, s.block_size, f32_at(b), 0.0f, y);
+  else
+    dec_int_codes(s.format, b + 8, s.block_size, f32_at(b), f32_at(b + 4), y);
 }
 void enc_int(QuantScheme s, const float* x, uint8_t* b) {
   const int64_t bs = s.block_size;
@@ -405,7 +429,7 @@ void enc_int(QuantScheme s, const float* x, uint8_t* b) {
   }
   const int top = s.format == QuantFormat::Int8BlockAsym ? 255 : 15;
   float lo = 0, hi = 0;
-  for (int64_t i = 0; i < bs; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  widen(x, bs, lo, hi);
   const float d = (hi - lo) / float(top);
   const float zp = float(qclamp(over(-lo, d), 0, top));
   put_f32(b, d);
@@ -418,14 +442,10 @@ void enc_int(QuantScheme s, const float* x, uint8_t* b) {
   }
 }
 
-void dec_nvfp4(const uint8_t* b, float* y) {
-  const float s = fp8_e4m3_to_f32(b[0]);
-  for (int i = 0; i < 8; ++i) {
-    y[2 * i] = fp4_e2m1_to_f32(b[1 + i] & 15) * s;
-    y[2 * i + 1] = fp4_e2m1_to_f32(b[1 + i] >> 4) * s;
-  }
+void dec_nvfp4(QuantScheme, const uint8_t* b, float* y) {
+  dec_fp4x16(b + 1, fp8_e4m3_to_f32(b[0]), y);
 }
-void enc_nvfp4(const float* x, uint8_t* b) {
+void enc_nvfp4(QuantScheme, const float* x, uint8_t* b) {
   b[0] = f32_to_fp8_e4m3(amax_of(x, 16) / 6.0f);
   const float s = fp8_e4m3_to_f32(b[0]);
   for (int i = 0; i < 8; ++i)
@@ -433,22 +453,59 @@ void enc_nvfp4(const float* x, uint8_t* b) {
         uint8_t(f32_to_fp4_e2m1(over(x[2 * i], s)) | (f32_to_fp4_e2m1(over(x[2 * i + 1], s)) << 4));
 }
 
-const std::array<float, 256>& e4m3_table() {
+/// The value of every 8-bit code of a format (decode: its scalar decoder), built once.
+template <float (*decode)(uint8_t)> const std::array<float, 256>& code_table() {
   static const std::array<float, 256> t = [] {
     std::array<float, 256> a{};
-    for (int c = 0; c < 256; ++c) a[std::size_t(c)] = fp8_e4m3_to_f32(uint8_t(c));
+    for (int c = 0; c < 256; ++c) a[std::size_t(c)] = decode(uint8_t(c));
     return a;
   }();
   return t;
 }
-const std::array<float, 256>& e5m2_table() {
-  static const std::array<float, 256> t = [] {
-    std::array<float, 256> a{};
-    for (int c = 0; c < 256; ++c) a[std::size_t(c)] = fp8_e5m2_to_f32(uint8_t(c));
-    return a;
-  }();
-  return t;
+const std::array<float, 256>& e4m3_table() { return code_table<fp8_e4m3_to_f32>(); }
+const std::array<float, 256>& e5m2_table() { return code_table<fp8_e5m2_to_f32>(); }
+
+void dec_e4m3(QuantScheme, const uint8_t* b, float* y) { *y = e4m3_table()[*b]; }
+void enc_e4m3(QuantScheme, const float* x, uint8_t* b) { *b = f32_to_fp8_e4m3(*x); }
+void dec_e5m2(QuantScheme, const uint8_t* b, float* y) { *y = e5m2_table()[*b]; }
+void enc_e5m2(QuantScheme, const float* x, uint8_t* b) { *b = f32_to_fp8_e5m2(*x); }
+
+/// One row per format, in QuantFormat's order: its fixed block (values, bytes; 0 for the formats
+/// with a block size, whose block_shape depends on it) and its codecs.
+struct Codec {
+  QuantFormat format;
+  int64_t values, bytes;
+  void (*decode)(QuantScheme, const uint8_t*, float*);
+  void (*encode)(QuantScheme, const float*, uint8_t*);
+};
+constexpr Codec kCodecs[] = {
+    {QuantFormat::Int8Block, 0, 0, dec_int, enc_int},
+    {QuantFormat::Int8BlockAsym, 0, 0, dec_int, enc_int},
+    {QuantFormat::Int4Block, 0, 0, dec_int, enc_int},
+    {QuantFormat::Fp8E4m3, 1, 1, dec_e4m3, enc_e4m3},
+    {QuantFormat::Fp8E5m2, 1, 1, dec_e5m2, enc_e5m2},
+    {QuantFormat::Q4_0, 32, 18, dec_q4_0, enc_q4_0},
+    {QuantFormat::Q4_1, 32, 20, dec_q4_1, enc_q4_1},
+    {QuantFormat::Q5_0, 32, 22, dec_q5<false>, enc_q5<false>},
+    {QuantFormat::Q5_1, 32, 24, dec_q5<true>, enc_q5<true>},
+    {QuantFormat::Q8_0, 32, 34, dec_q8_0, enc_q8_0},
+    {QuantFormat::Q2_K, 256, 84, dec_q2_k, enc_q2_k},
+    {QuantFormat::Q3_K, 256, 110, dec_q3_k, enc_q3_k},
+    {QuantFormat::Q4_K, 256, 144, dec_k45<false>, enc_k45<false>},
+    {QuantFormat::Q5_K, 256, 176, dec_k45<true>, enc_k45<true>},
+    {QuantFormat::Q6_K, 256, 210, dec_q6_k, enc_q6_k},
+    {QuantFormat::Q8_K, 256, 292, dec_q8_k, enc_q8_k},
+    {QuantFormat::Nvfp4Block, 16, 9, dec_nvfp4, enc_nvfp4},
+};
+constexpr bool codecs_in_order() {
+  for (std::size_t i = 0; i < std::size(kCodecs); ++i)
+    if (kCodecs[i].format != QuantFormat(i)) return false;
+  return std::size(kCodecs) == enum_count<QuantFormat>();
 }
+static_assert(codecs_in_order(), "kCodecs needs one row per QuantFormat, in its order");
+
+/// The row of s's format (block_shape has checked that the format exists).
+const Codec& codec_of(QuantScheme s) { return kCodecs[std::size_t(s.format)]; }
 
 /// Round |x| (finite, non-negative) to a float with `man` mantissa bits, exponent bias `bias`
 /// and subnormals, to nearest even: returns (biased exponent, mantissa), exponent possibly past
@@ -532,37 +589,9 @@ BlockShape block_shape(QuantScheme s, std::string_view what) {
       return {bs, 8 + bs / 2};
     }
   }
-  switch (s.format) {
-  case QuantFormat::Fp8E4m3:
-  case QuantFormat::Fp8E5m2:
-    return {1, 1};
-  case QuantFormat::Q4_0:
-    return {32, 18};
-  case QuantFormat::Q4_1:
-    return {32, 20};
-  case QuantFormat::Q5_0:
-    return {32, 22};
-  case QuantFormat::Q5_1:
-    return {32, 24};
-  case QuantFormat::Q8_0:
-    return {32, 34};
-  case QuantFormat::Q2_K:
-    return {256, 84};
-  case QuantFormat::Q3_K:
-    return {256, 110};
-  case QuantFormat::Q4_K:
-    return {256, 144};
-  case QuantFormat::Q5_K:
-    return {256, 176};
-  case QuantFormat::Q6_K:
-    return {256, 210};
-  case QuantFormat::Q8_K:
-    return {256, 292};
-  case QuantFormat::Nvfp4Block:
-    return {16, 9};
-  default:
+  if (std::size_t(s.format) >= std::size(kCodecs))
     fail(ErrorKind::Value, what, ": unknown quantization format ", int(s.format));
-  }
+  return {codec_of(s).values, codec_of(s).bytes};
 }
 
 int64_t row_bytes(QuantScheme s, int64_t k, std::string_view what) {
@@ -575,112 +604,14 @@ int64_t row_bytes(QuantScheme s, int64_t k, std::string_view what) {
 
 void decode_blocks(QuantScheme s, const uint8_t* p, int64_t count, float* y) {
   const BlockShape b = block_shape(s, "decode_blocks");
-  for (int64_t i = 0; i < count; ++i, p += b.bytes, y += b.values) {
-    switch (s.format) {
-    case QuantFormat::Int8Block:
-    case QuantFormat::Int8BlockAsym:
-    case QuantFormat::Int4Block:
-      dec_int(s, p, y);
-      break;
-    case QuantFormat::Fp8E4m3:
-      *y = e4m3_table()[*p];
-      break;
-    case QuantFormat::Fp8E5m2:
-      *y = e5m2_table()[*p];
-      break;
-    case QuantFormat::Q4_0:
-      dec_q4_0(p, y);
-      break;
-    case QuantFormat::Q4_1:
-      dec_q4_1(p, y);
-      break;
-    case QuantFormat::Q5_0:
-      dec_q5(p, y, false);
-      break;
-    case QuantFormat::Q5_1:
-      dec_q5(p, y, true);
-      break;
-    case QuantFormat::Q8_0:
-      dec_q8_0(p, y);
-      break;
-    case QuantFormat::Q2_K:
-      dec_q2_k(p, y);
-      break;
-    case QuantFormat::Q3_K:
-      dec_q3_k(p, y);
-      break;
-    case QuantFormat::Q4_K:
-      dec_k45(p, y, false);
-      break;
-    case QuantFormat::Q5_K:
-      dec_k45(p, y, true);
-      break;
-    case QuantFormat::Q6_K:
-      dec_q6_k(p, y);
-      break;
-    case QuantFormat::Q8_K:
-      dec_q8_k(p, y);
-      break;
-    case QuantFormat::Nvfp4Block:
-      dec_nvfp4(p, y);
-      break;
-    }
-  }
+  const auto decode = codec_of(s).decode;
+  for (int64_t i = 0; i < count; ++i, p += b.bytes, y += b.values) decode(s, p, y);
 }
 
 void encode_blocks(QuantScheme s, const float* x, int64_t count, uint8_t* p) {
   const BlockShape b = block_shape(s, "encode_blocks");
-  for (int64_t i = 0; i < count; ++i, p += b.bytes, x += b.values) {
-    switch (s.format) {
-    case QuantFormat::Int8Block:
-    case QuantFormat::Int8BlockAsym:
-    case QuantFormat::Int4Block:
-      enc_int(s, x, p);
-      break;
-    case QuantFormat::Fp8E4m3:
-      *p = f32_to_fp8_e4m3(*x);
-      break;
-    case QuantFormat::Fp8E5m2:
-      *p = f32_to_fp8_e5m2(*x);
-      break;
-    case QuantFormat::Q4_0:
-      enc_q4_0(x, p);
-      break;
-    case QuantFormat::Q4_1:
-      enc_q4_1(x, p);
-      break;
-    case QuantFormat::Q5_0:
-      enc_q5(x, p, false);
-      break;
-    case QuantFormat::Q5_1:
-      enc_q5(x, p, true);
-      break;
-    case QuantFormat::Q8_0:
-      enc_q8_0(x, p);
-      break;
-    case QuantFormat::Q2_K:
-      enc_q2_k(x, p);
-      break;
-    case QuantFormat::Q3_K:
-      enc_q3_k(x, p);
-      break;
-    case QuantFormat::Q4_K:
-      enc_k45(x, p, false);
-      break;
-    case QuantFormat::Q5_K:
-      enc_k45(x, p, true);
-      break;
-    case QuantFormat::Q6_K:
-      enc_q6_k(x, p);
-      break;
-    case QuantFormat::Q8_K:
-      enc_q8_k(x, p);
-      break;
-    case QuantFormat::Nvfp4Block:
-      enc_nvfp4(x, p);
-      break;
-    }
-  }
+  const auto encode = codec_of(s).encode;
+  for (int64_t i = 0; i < count; ++i, p += b.bytes, x += b.values) encode(s, x, p);
 }
 
 // ---- The split (4-input) form
@@ -707,13 +638,8 @@ void decode_split(const SplitWeights& w, int64_t row, int64_t k0, int64_t len, f
   case QuantFormat::Nvfp4Block: {
     const uint8_t* q = w.q + row * (k / 2) + k0 / 2;
     const uint8_t* sc = w.scales8 + row * (k / 16) + k0 / 16;
-    for (int64_t b = 0; b < len / 16; ++b) {
-      const float s = fp8_e4m3_to_f32(sc[b]) * w.global;
-      for (int i = 0; i < 8; ++i) {
-        y[16 * b + 2 * i] = fp4_e2m1_to_f32(q[8 * b + i] & 15) * s;
-        y[16 * b + 2 * i + 1] = fp4_e2m1_to_f32(q[8 * b + i] >> 4) * s;
-      }
-    }
+    for (int64_t b = 0; b < len / 16; ++b)
+      dec_fp4x16(q + 8 * b, fp8_e4m3_to_f32(sc[b]) * w.global, y + 16 * b);
     return;
   }
   default:
@@ -722,24 +648,11 @@ void decode_split(const SplitWeights& w, int64_t row, int64_t k0, int64_t len, f
   const int64_t bs = w.scheme.block_size, nb = k / bs;
   for (int64_t b = 0; b < len / bs; ++b) {
     const int64_t blk = row * nb + k0 / bs + b;
-    const float d = w.scale[blk];
-    float* o = y + b * bs;
     const int64_t c0 = k0 + b * bs;
-    if (f == QuantFormat::Int8Block) {
-      const int8_t* q = reinterpret_cast<const int8_t*>(w.q) + row * k + c0;
-      for (int64_t i = 0; i < bs; ++i) o[i] = d * float(q[i]);
-    } else if (f == QuantFormat::Int8BlockAsym) {
-      const uint8_t* q = w.q + row * k + c0;
-      const float zp = w.zp[blk];
-      for (int64_t i = 0; i < bs; ++i) o[i] = d * (float(q[i]) - zp);
-    } else { // Int4Block
-      const uint8_t* q = w.q + row * (k / 2) + c0 / 2;
-      const float zp = w.zp[blk];
-      for (int64_t i = 0; i < bs / 2; ++i) {
-        o[2 * i] = d * (float(q[i] & 15) - zp);
-        o[2 * i + 1] = d * (float(q[i] >> 4) - zp);
-      }
-    }
+    const uint8_t* q = f == QuantFormat::Int4Block ? w.q + row * (k / 2) + c0 / 2 // two a byte
+                                                   : w.q + row * k + c0;
+    const float zp = f == QuantFormat::Int8Block ? 0.0f : w.zp[blk];
+    dec_int_codes(f, q, bs, w.scale[blk], zp, y + b * bs);
   }
 }
 

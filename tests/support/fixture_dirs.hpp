@@ -3,8 +3,12 @@
 // (make_<family>.py), so no script deletes another's cases.
 #pragma once
 
+#include <rlx/error.hpp>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,15 @@ inline std::vector<std::filesystem::path> op_fixture_case_dirs() {
   }
   std::sort(dirs.begin(), dirs.end());
   return dirs;
+}
+
+/// The whole of a fixture's text file (graph.rlx, tol.txt); an rlx::Error when it cannot be read.
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail(ErrorKind::Io, "cannot read ", p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 } // namespace rlx::test
