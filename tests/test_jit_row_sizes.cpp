@@ -1,8 +1,9 @@
 // tests/test_jit_row_sizes.cpp -- the JIT's row kernels (reductions over trailing axes, softmax
 // and the norms over the last axis, with their fused element-wise prologues) take the row
 // length at run time: a sweep over the sizes of a dynamic last dim compiles at most two kernels
-// per fused region, and rows of every length compute what the interpreter computes, with the
-// length read at run time (ExtentPolicy::Generic) and compiled in (Specialize).
+// per fused region (one for the first length, the generic one for all others), and rows of every
+// length compute what the interpreter computes, with the length read at run time
+// (ExtentPolicy::Generic) and compiled in (the first length, and Specialize).
 #include "support/backends.hpp"
 #include "support/compare.hpp"
 #include "support/random.hpp"
@@ -287,7 +288,9 @@ TEST_CASE("row kernels whose prologue reads operands repeated per row or one per
             c.name != "rms_norm of x - v")
           continue;
         CAPTURE(c.name);
-        test::on_both_backends([&] { (void)c.fn(leaves(3, 9, t, 5)).buffer(); });
+        // The first length gets a kernel compiled for it, the second the generic one.
+        for (int64_t len : {9, 10})
+          test::on_both_backends([&] { (void)c.fn(leaves(3, len, t, 5)).buffer(); });
         rlx::CacheStats before = rlx::cache_stats();
         for (int64_t len : {2, 15, 16, 17, 31, 1000, 1023, 4096}) {
           CAPTURE(len);
