@@ -45,9 +45,9 @@ NativeKernel lower_elementwise(const ir::Graph& g, const ir::FusedKernel& kernel
                                const std::string& name, Tier tier = Tier::First);
 
 /// Compile a row op (a step of the row rule; jit/llvm/lower_rows.cpp): bufs = {operands...,
-/// output}; [begin, end) counts rows. With a prologue kernel (ir::LirStep::kernel), the first
-/// operand is computed by it: bufs = {the prologue's operand buffers..., the other operands...,
-/// output}.
+/// output, the row length (the slot holds the int64_t value)}; [begin, end) counts rows. With a
+/// prologue kernel (ir::LirStep::kernel), the first operand is computed by it: bufs = {the
+/// prologue's operand buffers..., the other operands..., output, the row length}.
 NativeKernel lower_row(const ir::Graph& g, const ir::Node& node, const std::string& name,
                        const ir::FusedKernel* prologue = nullptr);
 

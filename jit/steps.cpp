@@ -132,6 +132,8 @@ public:
   void run(RunState& s) const override {
     s.gather_reads(step_);
     s.args.push_back(s.result(step_.node));
+    // The row length follows the buffers (lower_row): one kernel serves every length.
+    s.args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(len_)));
     void* const* bufs = s.args.data();
     KernelFn fn = code_.fn;
     threads::parallel_for(rows_, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len_, 1)),

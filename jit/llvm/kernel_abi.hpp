@@ -1,6 +1,8 @@
 // jit/llvm/kernel_abi.hpp -- the calling convention every native kernel has (jit/lower.hpp's
 // KernelFn): `void name(void** bufs, i64 begin, i64 end)`, a thin entry point calling an
-// always-inlined `name.body(ptr noalias b0, ..., i64 begin, i64 end)`.
+// always-inlined `name.body(ptr noalias b0, ..., [i64 s0, ...,] i64 begin, i64 end)`. Scalars a
+// kernel reads at run time (a row kernel's row length) follow the buffers in `bufs`, each slot
+// holding the value itself.
 #pragma once
 
 #include "lower.hpp"
@@ -17,16 +19,18 @@
 
 namespace rlx::jit {
 
-/// Define the entry point `name` and declare its body with `n_bufs` buffer parameters; returns
-/// the body (empty: the caller emits it; its last two arguments are begin and end). No buffer
-/// aliases another (the executables allocate every output), and once the body is inlined the
-/// noalias facts become scoped alias metadata the vectorizer relies on.
+/// Define the entry point `name` and declare its body with `n_bufs` buffer parameters, then
+/// `n_scalars` i64 ones (read from bufs[n_bufs], ...); returns the body (empty: the caller emits
+/// it; its last two arguments are begin and end). No buffer aliases another (the executables
+/// allocate every output), and once the body is inlined the noalias facts become scoped alias
+/// metadata the vectorizer relies on.
 inline llvm::Function* define_kernel(llvm::Module& m, llvm::IRBuilder<>& b, const std::string& name,
-                                     std::size_t n_bufs) {
+                                     std::size_t n_bufs, std::size_t n_scalars = 0) {
   llvm::LLVMContext& ctx = m.getContext();
   auto* ptr = b.getPtrTy();
   auto* i64 = b.getInt64Ty();
   std::vector<llvm::Type*> params(n_bufs, ptr);
+  params.insert(params.end(), n_scalars, i64);
   params.push_back(i64);
   params.push_back(i64);
   auto* body_ty = llvm::FunctionType::get(b.getVoidTy(), params, false);
@@ -45,6 +49,11 @@ inline llvm::Function* define_kernel(llvm::Module& m, llvm::IRBuilder<>& b, cons
     auto* p = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), j));
     p->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
     args.push_back(p);
+  }
+  for (std::size_t j = n_bufs; j < n_bufs + n_scalars; ++j) {
+    auto* v = b.CreateLoad(i64, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), j));
+    v->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx, {}));
+    args.push_back(v);
   }
   args.push_back(fn->getArg(1));
   args.push_back(fn->getArg(2));

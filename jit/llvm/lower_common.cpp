@@ -221,14 +221,21 @@ std::string kernel_key(const ir::Graph& g, const ir::FusedKernel& k, bool sized)
     if (n == numel) return dtype(s) + "[all]";
     return dtype(s) + ir::short_str(s) + "->" + ir::short_str(k.shape);
   };
-  std::string key = "out=" + shape_text(k.shape);
   RowLayout layout = row_layout(k.read_shapes, k.shape);
+  return kernel_key(g, k, shape_text(k.shape), [&](std::size_t j) {
+    return shape_text(k.read_shapes[j]) + (layout.contiguous[j] ? "c" : "b");
+  });
+}
+
+std::string kernel_key(const ir::Graph& g, const ir::FusedKernel& k, const std::string& out,
+                       const std::function<std::string(std::size_t)>& operand) {
+  auto dtype = [](const ir::Shape& s) { return std::string(ir::dtype_name(s.dtype())); };
+  std::string key = "out=" + out;
   std::unordered_map<uint32_t, std::string> ref; // node index -> "in<j>" or "n<p>"
   for (std::size_t j = 0; j < k.inputs.size(); ++j) {
     std::string r = "in" + std::to_string(j);
     ref.emplace(k.inputs[j].index, r);
-    key += " " + r + "=" + shape_text(k.read_shapes[j]) + (layout.contiguous[j] ? "c" : "b") +
-           dtype(g.shape(k.inputs[j]));
+    key += " " + r + "=" + operand(j) + dtype(g.shape(k.inputs[j]));
     const ir::Node& src = g.node(k.buffers[j]);
     if (inline_constant(src)) key += ":" + ir::op_to_text(src.op) + dtype(src.shape);
   }

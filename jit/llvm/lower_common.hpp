@@ -46,6 +46,11 @@ RowLayout row_layout(const std::vector<ir::Shape>& operands, const ir::Shape& ou
 /// element count or one element says just that (its index is the element's or 0), and the
 /// others give their shape and the kernel's.
 std::string kernel_key(const ir::Graph& g, const ir::FusedKernel& k, bool sized);
+/// The same text with the caller's words for the iteration space (`out`) and for each
+/// operand's shape and layout along rows (`operand(j)`): for an emitter that places operands its
+/// own way (the row kernels' size-generic prologues).
+std::string kernel_key(const ir::Graph& g, const ir::FusedKernel& k, const std::string& out,
+                       const std::function<std::string(std::size_t)>& operand);
 
 /// The kernel whose emission key (see find_lowered) is `key`: the loaded one when a lowering
 /// with this key loaded code that is still loaded (then `on_reuse` runs, for the counters the

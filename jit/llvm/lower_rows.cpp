@@ -10,6 +10,12 @@
 // does. Softmax is three passes over the row: the maximum, exp(x - max) stored and summed, and
 // the scaling by 1 / sum. Layer and rms norm compute in f64 like the interpreter (two passes for
 // the moments, then the scaling).
+//
+// The row length is an argument of the call (the slot after the output in `bufs`), not a
+// constant of the code, and a prologue's operands are placed by classes that every size of a
+// dynamic dim keeps (RowPlan), so one kernel serves every size: a new size finds it by its
+// emission key and compiles nothing. Prologues whose operands broadcast otherwise, and
+// rlx::ExtentPolicy::Specialize, compile the length and the shapes into the code.
 #include "lower.hpp"
 #include "llvm/jv.hpp"
 #include "llvm/kernel_abi.hpp"
@@ -18,6 +24,7 @@
 
 #include "rlx/error.hpp"
 #include "rlx/ir/text.hpp"
+#include "rlx/settings.hpp"
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
@@ -25,6 +32,8 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace rlx::jit {
@@ -133,6 +142,85 @@ int64_t row_count(const ir::Graph& g, const ir::Node& n) {
 
 namespace {
 
+/// Where a size-generic row kernel finds a prologue operand's elements for row r (whose first
+/// element is row0 = r * len): classes that do not depend on the sizes, so the code holds none.
+enum class Along : uint8_t {
+  All,    ///< the kernel's shape: from row0 on, contiguous along the row
+  One,    ///< one element (or an immediate) for every row
+  Row,    ///< the row's shape, broadcast along the leading dims: from 0 on, contiguous
+  PerRow, ///< one element per row, broadcast along it: element r
+};
+
+const char* along_name(Along a) {
+  constexpr const char* names[] = {"all", "one", "row", "per_row"};
+  return names[std::size_t(a)];
+}
+
+/// Each prologue operand's class for rows of `len` elements of k's iteration space, or nothing
+/// when one fits none (it broadcasts within the leading or the row's dims).
+std::optional<std::vector<Along>> prologue_classes(const ir::FusedKernel& k, int64_t len) {
+  std::vector<int64_t> os = k.shape.sizes();
+  // The row's dims: the fewest trailing dims whose sizes multiply to len; `lead` dims lead.
+  std::size_t lead = os.size();
+  int64_t p = 1;
+  while (p < len && lead > 0) p *= os[--lead];
+  if (p != len) return std::nullopt;
+  int64_t numel = *k.shape.num_elements();
+  std::vector<Along> out;
+  for (const ir::Shape& s : k.read_shapes) {
+    int64_t n = *s.num_elements();
+    if (n == numel) {
+      out.push_back(Along::All);
+      continue;
+    }
+    if (n == 1) {
+      out.push_back(Along::One);
+      continue;
+    }
+    std::vector<int64_t> is = s.sizes();
+    std::size_t off = os.size() - is.size();
+    bool row = true, per_row = true;
+    for (std::size_t d = 0; d < os.size(); ++d) {
+      if (os[d] == 1) continue;
+      int64_t in = d >= off ? is[d - off] : 1;
+      bool full = in == os[d], one = in == 1;
+      row = row && (d < lead ? one : full);
+      per_row = per_row && (d < lead ? full : one);
+    }
+    if (!row && !per_row) return std::nullopt;
+    out.push_back(row ? Along::Row : Along::PerRow);
+  }
+  return out;
+}
+
+/// What a row kernel's code depends on besides the op and its dtypes: with `generic`, the row
+/// length is read from the call and the prologue's operands are placed by `along`; otherwise
+/// both are constants of the code (`len`, the shapes).
+struct RowPlan {
+  int64_t len = 0;
+  bool generic = false;
+  std::vector<Along> along; ///< per prologue operand, when generic
+  bool scratch = false;     ///< a fused residual norm keeps its row's sums on the stack
+};
+
+RowPlan plan_row(const ir::Graph& g, const ir::Node& n, const ir::FusedKernel* prologue) {
+  RowPlan p;
+  p.len = row_len(g, n);
+  if (p.len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
+  p.generic = extent_policy() == ExtentPolicy::Generic;
+  if (p.generic && prologue) {
+    std::optional<std::vector<Along>> along = prologue_classes(*prologue, p.len);
+    if (along)
+      p.along = std::move(*along);
+    else
+      p.generic = false;
+  }
+  OpKind k = n.op.kind();
+  p.scratch = (k == OpKind::FusedResidualLN || k == OpKind::FusedResidualRmsNorm) &&
+              p.len <= kMaxScratchRow;
+  return p;
+}
+
 /// Emits the loops of one row kernel: x is the row op's first operand, y its output; f32 data
 /// widen to f64 for sums and for the norms' arithmetic.
 struct RowEmitter {
@@ -181,11 +269,13 @@ struct RowEmitter {
   }
 };
 
-/// The element function of a row's prologue: operands constant along the row are read once
-/// here (or are immediates), the others at row0 + i; the kernel's nodes then compute x, as
-/// held for its dtype. bufs: the prologue's operands are the body's first arguments.
+/// The element function of row r's prologue: operands constant along the row are read once
+/// here (or are immediates), the others from their row's start on; the kernel's nodes then
+/// compute x, as held for its dtype. bufs: the prologue's operands are the body's first
+/// arguments. Generic plans place operands by class, sized ones by their shapes.
 std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const ir::FusedKernel& k,
-                                                       ir::NodeId x, llvm::Function* body,
+                                                       const RowPlan& plan, ir::NodeId x,
+                                                       llvm::Function* body, llvm::Value* r,
                                                        llvm::Value* row0, llvm::Type* ety) {
   llvm::IRBuilder<>& b = B();
   ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
@@ -198,9 +288,18 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
       continue;
     }
     DType t = k.read_shapes[j].dtype();
-    llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)),
-                                         ew::broadcast_index(row0, k.read_shapes[j], k.shape));
-    if (layout.contiguous[j])
+    llvm::Value* offset = nullptr;
+    bool contiguous = false;
+    if (plan.generic) {
+      Along a = plan.along[j];
+      offset = a == Along::All ? row0 : a == Along::PerRow ? r : b.getInt64(0);
+      contiguous = a == Along::All || a == Along::Row;
+    } else {
+      offset = ew::broadcast_index(row0, k.read_shapes[j], k.shape);
+      contiguous = layout.contiguous[j];
+    }
+    llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)), offset);
+    if (contiguous)
       base[j] = p;
     else
       row_values.emplace(k.inputs[j].index,
@@ -223,7 +322,7 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
 }
 
 NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
-                      const ir::FusedKernel* prologue, int64_t len) {
+                      const ir::FusedKernel* prologue, const RowPlan& plan) {
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
@@ -232,19 +331,18 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
   t_emit = EmitContext{&builder, mb.module.get(), ety};
   llvm::IRBuilder<>& b = builder;
 
-  // bufs = {operands..., output}, or {the prologue's operands..., operands 1..., output};
-  // [begin, end) counts rows.
+  // bufs = {operands..., output, the row length}, or {the prologue's operands..., operands
+  // 1..., output, the row length}; [begin, end) counts rows.
   std::size_t n_first = prologue ? prologue->inputs.size() : 1;
   std::size_t n_bufs = n_first + n.inputs.size();
-  llvm::Function* body_fn = define_kernel(*mb.module, b, name, n_bufs);
+  llvm::Function* body_fn = define_kernel(*mb.module, b, name, n_bufs, 1);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body_fn));
-  RowEmitter e{
-      b, t, ety, b.getDoubleTy(), b.getInt64(uint64_t(len)), body_fn->getArg(unsigned(n_bufs - 1)),
-      {}};
+  llvm::Value* len = plan.generic ? static_cast<llvm::Value*>(body_fn->getArg(unsigned(n_bufs)))
+                                  : b.getInt64(uint64_t(plan.len));
+  RowEmitter e{b, t, ety, b.getDoubleTy(), len, body_fn->getArg(unsigned(n_bufs - 1)), {}};
   auto arg = [&](std::size_t j) { return body_fn->getArg(unsigned(n_first + j - 1)); }; // j >= 1
   OpKind k = n.op.kind();
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  llvm::Value* count = e.f64(double(len));
   bool fused_residual = k == OpKind::FusedResidualLN || k == OpKind::FusedResidualRmsNorm;
   bool has_bias = fused_residual && n.op.attrs<ir::FusedResidualNormAttrs>().has_bias;
   bool norm = fused_residual || k == OpKind::LayerNorm || k == OpKind::RmsNorm;
@@ -252,19 +350,21 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
   // The fused residual norms compute each element's sum once, in f64, into a row of scratch on
   // the stack that the later passes read (recomputing it, three f64 conversions and two f64 adds,
   // in each pass cost twice the time of the unfused add and norm); rows too long for the stack
-  // recompute it.
+  // recompute it. Generic kernels keep room for the longest such row.
   llvm::Value* scratch = nullptr;
-  if (fused_residual && len <= kMaxScratchRow) {
-    auto* a = b.CreateAlloca(b.getDoubleTy(), b.getInt64(uint64_t(len)), "sum_row");
+  if (plan.scratch) {
+    auto* a = b.CreateAlloca(
+        b.getDoubleTy(), b.getInt64(uint64_t(plan.generic ? kMaxScratchRow : plan.len)), "sum_row");
     a->setAlignment(llvm::Align(64));
     scratch = a;
   }
+  llvm::Value* count = b.CreateSIToFP(len, e.dty); // of the mean and the norms
 
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
     auto at = [&](llvm::Value* i) { return b.CreateAdd(row0, i); };
     if (prologue)
-      e.xv = prologue_row(g, *prologue, n.inputs[0], body_fn, row0, ety);
+      e.xv = prologue_row(g, *prologue, plan, n.inputs[0], body_fn, r, row0, ety);
     else
       e.xv = [&](llvm::Value* i) { return e.load(body_fn->getArg(0), at(i)); };
     // The normalized value at row element i, in f64 (with the residual and bias added for the
@@ -331,35 +431,63 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     }
     return std::vector<llvm::Value*>{};
   };
-  emit_loop(body_fn->getArg(unsigned(n_bufs)), body_fn->getArg(unsigned(n_bufs + 1)), {}, row);
+  emit_loop(body_fn->getArg(unsigned(n_bufs + 1)), body_fn->getArg(unsigned(n_bufs + 2)), {}, row);
   b.CreateRetVoid();
   combine_quotients(*body_fn);
   return load_kernel(std::move(mb), name);
 }
 
 /// Everything emit_row reads, as text (see find_lowered): the op with its attributes, the
-/// dtypes, the row's length (the row count is the call's range) and the prologue.
+/// dtypes, the row's length unless it is read at run time (the row count is the call's range),
+/// whether the row's sums are kept, and the prologue (a generic one by its operands' classes).
 std::string emission_key(const ir::Graph& g, const ir::Node& n, const ir::FusedKernel* prologue,
-                         int64_t len) {
+                         const RowPlan& plan) {
   std::string key = "row " + ir::op_to_text(n.op) + std::string(ir::dtype_name(n.shape.dtype())) +
-                    " len=" + std::to_string(len) + " operands=";
+                    (plan.generic ? " len=run" : " len=" + std::to_string(plan.len)) +
+                    (plan.scratch ? " scratch" : "") + " operands=";
   for (ir::NodeId in : n.inputs) key += std::string(ir::dtype_name(g.shape(in).dtype())) + ",";
   if (prologue) {
     auto x = std::find(prologue->nodes.begin(), prologue->nodes.end(), n.inputs[0]);
-    key += " prologue x=n" + std::to_string(x - prologue->nodes.begin()) + " " +
-           ew::kernel_key(g, *prologue, /*sized=*/false);
+    key += " prologue x=n" + std::to_string(x - prologue->nodes.begin()) + " ";
+    auto dtype = [](const ir::Shape& s) { return std::string(ir::dtype_name(s.dtype())); };
+    if (plan.generic)
+      key += ew::kernel_key(g, *prologue, dtype(prologue->shape) + "[rows]", [&](std::size_t j) {
+        return dtype(prologue->read_shapes[j]) + "[" + along_name(plan.along[j]) + "]";
+      });
+    else
+      key += ew::kernel_key(g, *prologue, /*sized=*/false);
   }
   return key;
+}
+
+/// Whether a row kernel with the size-generic emission key `key` was lowered before for a
+/// length other than `len` (the first length is recorded).
+bool another_length(const std::string& key, int64_t len) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, int64_t> first;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [at, fresh] = first.emplace(key, len);
+  return !fresh && at->second != len;
 }
 
 } // namespace
 
 NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
                        const ir::FusedKernel* prologue) {
-  int64_t len = row_len(g, n);
-  if (len <= 0) throw InternalError("jit: lower_row on a node that is not a row op");
+  RowPlan plan = plan_row(g, n, prologue);
+  // The first length of a region gets code compiled for it: loops of a known length need no
+  // scalar remainder, whose constants otherwise take registers from the vector loops (softmax
+  // rows of f32[4096, 1024] ran 3% slower generic). A second length, and every later one, gets
+  // the generic kernel: at most two kernels per region, however many sizes come.
+  if (plan.generic) {
+    std::string key = emission_key(g, n, prologue, plan);
+    if (!another_length(key, plan.len) && !find_lowered(key)) {
+      plan.generic = false;
+      plan.along.clear();
+    }
+  }
   return ew::lower_once(
-      emission_key(g, n, prologue, len), [&] { return emit_row(g, n, name, prologue, len); },
+      emission_key(g, n, prologue, plan), [&] { return emit_row(g, n, name, prologue, plan); },
       [] {});
 }
 

@@ -1,0 +1,308 @@
+// tests/test_jit_row_sizes.cpp -- the JIT's row kernels (reductions over trailing axes, softmax
+// and the norms over the last axis, with their fused element-wise prologues) take the row
+// length at run time: a sweep over the sizes of a dynamic last dim compiles at most two kernels
+// per fused region (one for the first length, the generic one for all others), and rows of every
+// length compute what the interpreter computes, with the length read at run time
+// (ExtentPolicy::Generic) and compiled in (the first length, and Specialize).
+#include "support/backends.hpp"
+#include "support/compare.hpp"
+#include "support/random.hpp"
+
+#include <rlx/all.hpp>
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+using rlx::Backend;
+using rlx::Tensor;
+namespace ir = rlx::ir;
+namespace test = rlx::test;
+
+namespace {
+
+/// Values uniform in [-1, 1) of the given sizes and dtype, as a leaf.
+Tensor random(std::vector<int64_t> sizes, ir::DType t, uint64_t seed) {
+  return Tensor(test::random_buffer(ir::Shape::of(sizes, t), seed));
+}
+
+/// Kernels that got new machine code (compiled here, or loaded from the disk cache, which the
+/// test setups keep between runs) since `before`.
+int64_t new_code_since(const rlx::CacheStats& before) {
+  rlx::CacheStats now = rlx::cache_stats();
+  return (now.kernels_compiled - before.kernels_compiled) + (now.disk_hits - before.disk_hits);
+}
+
+/// The plan's element-wise and row kernels for the graph `f` last traced, bound to n = `n`.
+template <class F> int64_t native_steps(const F& f, int64_t n) {
+  std::optional<ir::Graph> g = f.last_graph();
+  REQUIRE(g.has_value());
+  REQUIRE(g->has_dynamic_dims());
+  ir::DimBinding b;
+  b.set(ir::symbol_id("n"), n);
+  int64_t native = 0;
+  for (const ir::LirStep& step : rlx::plan_for(g->bind(b), Backend::Jit).steps)
+    native += step.rule->name() == "kernel" || step.rule->name() == "row";
+  return native;
+}
+
+using Call = std::function<Tensor(const std::vector<Tensor>&)>;
+
+/// Calls `got` and `want` (a jitted function on the JIT and on the interpreter) on args(n) for
+/// n = 1..100, checks each result, and counts the kernels that got new code.
+int64_t sweep(const Call& got, const Call& want,
+              const std::function<std::vector<Tensor>(int64_t)>& args, double depth) {
+  rlx::CacheStats before = rlx::cache_stats();
+  for (int64_t n = 1; n <= 100; ++n) {
+    CAPTURE(n);
+    std::vector<Tensor> a = args(n);
+    test::check_buffers_close(want(a).buffer(), got(a).buffer(),
+                              test::backend_tolerance(ir::DType::F32) * depth,
+                              "n = " + std::to_string(n));
+  }
+  return new_code_since(before);
+}
+
+rlx::JitOptions on(Backend backend, std::vector<rlx::DynamicDim> dims) {
+  return rlx::JitOptions{.dynamic_dims = std::move(dims), .backend = backend};
+}
+
+} // namespace
+
+// The sweeps come first: the kernels they count are new to this process.
+
+TEST_CASE("a sum over a dynamic last dim of a fused element-wise chain compiles at most two "
+          "kernels over 100 sizes") {
+  Backend other = test::other_backend();
+  auto body = [](Tensor x) {
+    return (rlx::tanh(x * 0.5f + 0.1f) * rlx::sigmoid(x) + x * x).sum(-1);
+  };
+  auto got = rlx::jit(body, on(other, {{0, 1, "n"}}));
+  auto want = rlx::jit(body, on(Backend::Interp, {{0, 1, "n"}}));
+  // mul, add, tanh, sigmoid, mul, add, sum: 6 computing ops on the longest path.
+  int64_t made =
+      sweep([&](const std::vector<Tensor>& a) { return got(a[0]); },
+            [&](const std::vector<Tensor>& a) { return want(a[0]); },
+            [](int64_t n) { return std::vector<Tensor>{random({4, n}, ir::DType::F32, 1)}; }, 6);
+  if (other != Backend::Jit) return;
+  CHECK(native_steps(got, 37) == 1); // one fused region: the chain is the sum's prologue
+  CHECK(made >= 1);
+  CHECK(made <= 2);
+}
+
+TEST_CASE("softmax over a dynamic last dim compiles at most two kernels over 100 sizes") {
+  Backend other = test::other_backend();
+  auto body = [](Tensor x) { return rlx::softmax(x, -1); };
+  auto got = rlx::jit(body, on(other, {{0, 1, "n"}}));
+  auto want = rlx::jit(body, on(Backend::Interp, {{0, 1, "n"}}));
+  int64_t made =
+      sweep([&](const std::vector<Tensor>& a) { return got(a[0]); },
+            [&](const std::vector<Tensor>& a) { return want(a[0]); },
+            [](int64_t n) { return std::vector<Tensor>{random({4, n}, ir::DType::F32, 2)}; }, 1);
+  if (other != Backend::Jit) return;
+  CHECK(native_steps(got, 37) == 1);
+  CHECK(made >= 1);
+  CHECK(made <= 2);
+}
+
+TEST_CASE("a layer norm over a dynamic last dim compiles at most two kernels over 100 sizes") {
+  Backend other = test::other_backend();
+  auto body = [](Tensor x, Tensor gamma, Tensor beta) { return rlx::layer_norm(x, gamma, beta); };
+  std::vector<rlx::DynamicDim> dims = {{0, 1, "n"}, {1, 0, "n"}, {2, 0, "n"}};
+  auto got = rlx::jit(body, on(other, dims));
+  auto want = rlx::jit(body, on(Backend::Interp, dims));
+  int64_t made = sweep([&](const std::vector<Tensor>& a) { return got(a[0], a[1], a[2]); },
+                       [&](const std::vector<Tensor>& a) { return want(a[0], a[1], a[2]); },
+                       [](int64_t n) {
+                         return std::vector<Tensor>{random({4, n}, ir::DType::F32, 3),
+                                                    random({n}, ir::DType::F32, 4),
+                                                    random({n}, ir::DType::F32, 5)};
+                       },
+                       1);
+  if (other != Backend::Jit) return;
+  CHECK(native_steps(got, 37) == 1);
+  CHECK(made >= 1);
+  CHECK(made <= 2);
+}
+
+namespace {
+
+/// The leaves a row case reads: x and r of [rows, len], g, b and bias of [len], v of [rows, 1].
+struct Leaves {
+  Tensor x, r, g, b, bias, v;
+};
+
+Leaves leaves(int64_t rows, int64_t len, ir::DType t, uint64_t seed) {
+  return Leaves{random({rows, len}, t, seed), random({rows, len}, t, seed + 1),
+                random({len}, t, seed + 2),   random({len}, t, seed + 3),
+                random({len}, t, seed + 4),   random({rows, 1}, t, seed + 5)};
+}
+
+/// The plan's steps for graph g on the JIT, by rule name.
+std::map<std::string, int> step_counts(const ir::Graph& g) {
+  std::map<std::string, int> counts;
+  for (const ir::LirStep& step : rlx::plan_for(g, Backend::Jit).steps)
+    ++counts[std::string(step.rule->name())];
+  return counts;
+}
+
+struct RowCase {
+  std::string name;
+  int depth; ///< computing ops on the longest path (as test::output_tolerance counts them)
+  std::function<Tensor(const Leaves&)> fn;
+};
+
+/// Every row kind the lowering handles, alone and with prologues whose operands run along the
+/// row (x, r), repeat per row (g: a [len] vector broadcast over the rows), are one per row (v)
+/// or are one value (constants).
+std::vector<RowCase> row_cases() {
+  using L = const Leaves&;
+  return {
+      {"sum", 1, [](L l) { return l.x.sum(-1); }},
+      {"mean", 1, [](L l) { return l.x.mean(-1); }},
+      {"max", 1, [](L l) { return l.x.max(-1); }},
+      {"min", 1, [](L l) { return l.x.min(-1); }},
+      {"sum over two trailing axes", 1,
+       [](L l) {
+         int64_t rows = l.x.sizes()[0], len = l.x.sizes()[1];
+         return l.x.reshape({rows, 1, len}).sum({1, 2});
+       }},
+      {"softmax", 1, [](L l) { return rlx::softmax(l.x, -1); }},
+      {"layer_norm", 1, [](L l) { return rlx::layer_norm(l.x, l.g, l.b); }},
+      {"rms_norm", 1, [](L l) { return rlx::rms_norm(l.x, l.g); }},
+      {"rms_norm with beta", 1, [](L l) { return rlx::rms_norm(l.x, l.g, l.b); }},
+      {"residual layer_norm", 1, [](L l) { return rlx::residual_layer_norm(l.x, l.r, l.g, l.b); }},
+      {"residual layer_norm with bias", 1,
+       [](L l) { return rlx::residual_layer_norm(l.x, l.r, l.g, l.b, l.bias); }},
+      {"residual rms_norm", 1, [](L l) { return rlx::residual_rms_norm(l.x, l.r, l.g); }},
+      {"residual rms_norm with beta and bias", 1,
+       [](L l) { return rlx::residual_rms_norm(l.x, l.r, l.g, l.b, l.bias); }},
+      {"sum of an element-wise chain", 6,
+       [](L l) { return (rlx::tanh(l.x * 0.5f + 0.1f) * rlx::sigmoid(l.x) + l.x * l.x).sum(-1); }},
+      {"max of x * g + v", 3, [](L l) { return (l.x * l.g + l.v).max(-1); }},
+      {"mean of x * v", 2, [](L l) { return (l.x * l.v).mean(-1); }},
+      {"sum of exp(x - max)", 4, [](L l) { return rlx::exp(l.x - l.x.max(-1, true)).sum(-1); }},
+      {"softmax of x * 0.125 + r", 3, [](L l) { return rlx::softmax(l.x * 0.125f + l.r, -1); }},
+      {"layer_norm of tanh(x + g)", 3,
+       [](L l) { return rlx::layer_norm(rlx::tanh(l.x + l.g), l.g, l.b); }},
+      {"rms_norm of x - v", 2, [](L l) { return rlx::rms_norm(l.x - l.v, l.g); }},
+  };
+}
+
+/// Every case on rows of odd lengths (shorter than a vector, one either side of a vector's
+/// multiple, longer than the fused residual norms' scratch row), on the interpreter and on
+/// the JIT under the current extent policy.
+void check_odd_lengths(ir::DType t) {
+  const int64_t rows = 3;
+  for (int64_t len : {1, 2, 15, 16, 17, 31, 1000, 1023, 4097}) {
+    CAPTURE(len);
+    Leaves l = leaves(rows, len, t, uint64_t(len) * 10);
+    for (const RowCase& c : row_cases()) {
+      CAPTURE(c.name);
+      std::vector<rlx::Buffer> results;
+      test::on_both_backends([&] { results.push_back(c.fn(l).buffer()); });
+      REQUIRE(results.size() == 2);
+      test::check_buffers_close(results[0], results[1], test::backend_tolerance(t) * c.depth,
+                                c.name + " of " + std::string(ir::dtype_name(t)) + " rows of " +
+                                    std::to_string(len));
+    }
+  }
+}
+
+/// Runs body under `policy`, restoring the policy after.
+void with_policy(rlx::ExtentPolicy policy, const std::function<void()>& body) {
+  struct Restore {
+    rlx::ExtentPolicy saved = rlx::extent_policy();
+    ~Restore() { rlx::set_extent_policy(saved); }
+  } restore;
+  rlx::set_extent_policy(policy);
+  body();
+}
+
+} // namespace
+
+TEST_CASE("row kernels with the length read at run time equal the interpreter on rows of odd "
+          "lengths, f32 and f64") {
+  test::other_backend(); // fails the test when there is nothing to compare with
+  with_policy(rlx::ExtentPolicy::Generic, [] {
+    for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+      CAPTURE(t);
+      check_odd_lengths(t);
+    }
+  });
+}
+
+TEST_CASE("row kernels compiled for their length equal the interpreter on rows of odd lengths, "
+          "f32 and f64") {
+  test::other_backend();
+  with_policy(rlx::ExtentPolicy::Specialize, [] {
+    for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+      CAPTURE(t);
+      check_odd_lengths(t);
+    }
+  });
+}
+
+TEST_CASE("the odd-length cases run as row kernels, their element-wise work as prologues") {
+  // So the comparisons above test the row lowering and its prologues: every case is one row
+  // step (exp(x - max) two: the max, then the sum whose prologue reads the max once per row),
+  // with no element-wise kernel and no interpreter step (but the rms norms without a beta: the
+  // zeros they get for it are an expand of a constant, an interpreter step).
+  if (test::other_backend() != Backend::Jit) return;
+  for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+    CAPTURE(t);
+    Leaves l = leaves(3, 17, t, 1);
+    for (const RowCase& c : row_cases()) {
+      CAPTURE(c.name);
+      auto f = rlx::jit([&](Tensor x, Tensor r, Tensor g, Tensor b, Tensor bias,
+                            Tensor v) { return c.fn(Leaves{x, r, g, b, bias, v}); },
+                        rlx::JitOptions{.backend = Backend::Jit});
+      f(l.x, l.r, l.g, l.b, l.bias, l.v);
+      std::optional<ir::Graph> g = f.last_graph();
+      REQUIRE(g.has_value());
+      std::map<std::string, int> steps = step_counts(*g);
+      CHECK(steps["row"] == (c.name == "sum of exp(x - max)" ? 2 : 1));
+      CHECK(steps["kernel"] == 0);
+      bool zero_beta =
+          c.name == "rms_norm" || c.name == "residual rms_norm" || c.name == "rms_norm of x - v";
+      CHECK(steps["interp"] == (zero_beta ? 1 : 0));
+    }
+  }
+}
+
+TEST_CASE("row kernels whose prologue reads operands repeated per row or one per row reuse their "
+          "code across row lengths") {
+  // x * g + v, tanh(x + g), x - v: g is the row's [len] vector, v one value per row; both are
+  // placed by class, so a new length finds the kernel (lengths 2 to 4096: a length of one makes
+  // every operand one element per row, and longer rows keep no scratch).
+  if (test::other_backend() != Backend::Jit) return;
+  with_policy(rlx::ExtentPolicy::Generic, [] {
+    for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+      CAPTURE(t);
+      for (const RowCase& c : row_cases()) {
+        if (c.name != "max of x * g + v" && c.name != "layer_norm of tanh(x + g)" &&
+            c.name != "rms_norm of x - v")
+          continue;
+        CAPTURE(c.name);
+        // The first length gets a kernel compiled for it, the second the generic one.
+        for (int64_t len : {9, 10})
+          test::on_both_backends([&] { (void)c.fn(leaves(3, len, t, 5)).buffer(); });
+        rlx::CacheStats before = rlx::cache_stats();
+        for (int64_t len : {2, 15, 16, 17, 31, 1000, 1023, 4096}) {
+          CAPTURE(len);
+          Leaves l = leaves(5, len, t, uint64_t(len));
+          std::vector<rlx::Buffer> results;
+          test::on_both_backends([&] { results.push_back(c.fn(l).buffer()); });
+          REQUIRE(results.size() == 2);
+          test::check_buffers_close(results[0], results[1], test::backend_tolerance(t) * c.depth,
+                                    c.name);
+        }
+        CHECK(new_code_since(before) == 0);
+      }
+    }
+  });
+}
