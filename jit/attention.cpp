@@ -6,12 +6,25 @@
 // The interpreter's semantics (src/interp/attention.cpp): queries aligned to the end of the
 // keys, a row whose every key is masked (and no score NaN) outputs zeros, a masked key is
 // skipped (even when its value is inf or NaN: such a head takes a loop that skips it instead
-// of the GEMM, which would multiply it by zero).
+// of the GEMM, which would multiply it by zero). On AVX-512 hosts the softmax of a row without
+// a softcap or a bias mask runs 16 keys at a time (row_softmax_avx512: scale, max and exp in
+// f32, the sum in double); the others take the scalar loop.
 #include "attention.hpp"
 
 #include "gemm.hpp"
 #include "support/size_math.hpp"
 #include "thread_pool.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// g++ 12's AVX-512 headers start some intrinsics from an "undefined" vector that
+// -Wmaybe-uninitialized flags wherever they are inlined (GCC bug 105593); the warning is about the
+// header, not this file's values.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +71,77 @@ struct Geometry {
   double scale = 1, cap = 0;
   std::vector<int64_t> mask_strides; ///< per target dim (mask_target)
 };
+
+#if defined(__x86_64__)
+#define RLX_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
+
+bool host_has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return yes;
+}
+
+/// e^x of 16 floats x <= 0 (NaN stays NaN, -inf and anything below -104 give 0): x = n ln2 + r
+/// with |r| <= ln2 / 2 (ln2 in two parts), e^r by its Taylor polynomial of degree 7 (truncation
+/// 5e-9 relative), 2^n by vscalefps, which also rounds results below the normal range.
+RLX_AVX512 inline __m512 exp_nonpositive(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); // max(lo, NaN) is the NaN
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  return _mm512_scalef_ps(p, n);
+}
+
+/// Lanes [j, end) of a 16-key block starting at j, and of those the keys `keys` leaves (null:
+/// all).
+RLX_AVX512 inline __mmask16 block_lanes(int64_t j, int64_t end, const char* keys) {
+  __mmask16 lanes = end - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (end - j)) - 1);
+  if (!keys) return lanes;
+  __m128i k = _mm_maskz_loadu_epi8(lanes, keys + j);
+  return _mm_test_epi8_mask(k, k);
+}
+
+/// The softmax of row[lo, hi) in place, 16 keys at a time: x = row[j] * scale, max over the
+/// keys left (those of `keys`, null: all), e^(x - max) in f32, their sum in double, then each
+/// times 1 / sum; keys left out are 0. Returns false, touching nothing, when every key is left
+/// out or -inf and no x is NaN (the caller's all-masked row).
+RLX_AVX512 bool row_softmax_avx512(float* row, int64_t lo, int64_t hi, float scale,
+                                   const char* keys) {
+  const __m512 s = _mm512_set1_ps(scale);
+  __m512 vmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 nan = 0;
+  for (int64_t j = lo; j < hi; j += 16) {
+    __mmask16 k = block_lanes(j, hi, keys);
+    __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), s);
+    nan |= _mm512_mask_cmp_ps_mask(k, x, x, _CMP_UNORD_Q);
+    vmax = _mm512_mask_max_ps(vmax, k, x, vmax); // a NaN x keeps vmax, as the scalar loop
+  }
+  const float max = _mm512_reduce_max_ps(vmax);
+  if (!nan && max == -std::numeric_limits<float>::infinity()) return false;
+  const __m512 m = _mm512_set1_ps(max);
+  __m512d sum_lo = _mm512_setzero_pd(), sum_hi = _mm512_setzero_pd();
+  for (int64_t j = lo; j < hi; j += 16) {
+    __mmask16 all = block_lanes(j, hi, nullptr), k = keys ? block_lanes(j, hi, keys) : all;
+    __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), s);
+    __m512 e = _mm512_maskz_mov_ps(k, exp_nonpositive(_mm512_sub_ps(x, m)));
+    _mm512_mask_storeu_ps(row + j, all, e);
+    sum_lo = _mm512_add_pd(sum_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    sum_hi = _mm512_add_pd(
+        sum_hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  const __m512 inv =
+      _mm512_set1_ps(float(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(sum_lo, sum_hi))));
+  for (int64_t j = lo; j < hi; j += 16) {
+    __mmask16 all = block_lanes(j, hi, nullptr);
+    _mm512_mask_storeu_ps(row + j, all, _mm512_mul_ps(_mm512_maskz_loadu_ps(all, row + j), inv));
+  }
+  return true;
+}
+#endif
 
 /// Scratch of one task, per thread, grown as needed.
 struct Scratch {
@@ -138,6 +222,10 @@ private:
       keys = s.visible.data();
     }
     int64_t shift = g.sk - g.sq;
+#if defined(__x86_64__)
+    const bool vector = g.cap == 0 && g.mask != MaskType::Bias && host_has_avx512();
+    if (vector && keys) skips = std::find(keys, keys + g.sk, 0) != keys + g.sk;
+#endif
     for (int64_t i = 0; i < g.sq; ++i) {
       float* row = scores + i * g.sk;
       // Causal and sliding-window masks leave the keys [lo, hi) to query i.
@@ -147,6 +235,19 @@ private:
       if (g.mask == MaskType::SlidingWindow)
         lo = std::clamp<int64_t>(i + shift - g.window + 1, 0, hi);
       skips = skips || lo > 0 || hi < g.sk;
+#if defined(__x86_64__)
+      if (vector) {
+        if (!row_softmax_avx512(row, lo, hi, float(g.scale), keys)) {
+          std::fill(row, row + g.sk, 0.0f);
+          s.empty_rows[std::size_t(i)] = 1;
+          skips = true;
+          continue;
+        }
+        std::fill(row, row + lo, 0.0f);
+        std::fill(row + hi, row + g.sk, 0.0f);
+        continue;
+      }
+#endif
       const float* bias =
           g.mask == MaskType::Bias
               ? mask + b * g.mask_strides[0] + h * g.mask_strides[1] + i * g.mask_strides[2]

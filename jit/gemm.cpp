@@ -108,6 +108,18 @@ void pack_a(const T* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t 
   }
 }
 
+/// The depth blocks of a product of depth k: `count` blocks of `size` steps (the last one
+/// shorter), equal ones (K = 512 runs as 2 x 256, not 384 + 128). Shared by the blocked path and
+/// gemm_pack_b, so a packed B has the blocks the path reads.
+struct DepthBlocks {
+  int64_t count = 1, size = 0;
+};
+DepthBlocks depth_blocks(int64_t k) {
+  int64_t kc_max = std::min(kKc, std::max<int64_t>(k, 1));
+  int64_t count = std::max<int64_t>(1, (k + kc_max - 1) / kc_max);
+  return {count, (k + count - 1) / count};
+}
+
 /// The epilogue over `len` elements of one row, in place: the element-wise kernels shift their
 /// last vector back over elements already computed when a range is not whole vectors, so the
 /// range is split into whole vectors and a remainder shorter than one vector (which the kernel
@@ -137,18 +149,21 @@ void run_block(const GemmCallT<T>& g, GemmIsa isa, int64_t t, int64_t m0, int64_
   // Whole panels of rows per row block.
   const int64_t mc_cap =
       std::max<int64_t>(1, kMcBytes / (kKc * int64_t(sizeof(T))) / tile.mr * tile.mr);
-  int64_t kc_max = std::min(kKc, std::max<int64_t>(g.k, 1));
-  // Equal depth blocks (K = 512 runs as 2 x 256, not 384 + 128).
-  int64_t kblocks = (g.k + kc_max - 1) / kc_max;
-  if (kblocks == 0) kblocks = 1;
-  int64_t kc_even = (g.k + kblocks - 1) / kblocks;
-  T* pb = Scratch::grow<T>(scratch.b, scratch.b_len,
-                           std::size_t(kc_even * ((std::min(nc_cap, n1 - n0) + nr - 1) / nr * nr)));
+  const DepthBlocks depth = depth_blocks(g.k);
+  const int64_t kblocks = depth.count, kc_even = depth.size;
+  // B packed once (gemm_pack_b): depth block at pc * b_width, column panel Q at Q * kc * nr.
+  const T* pre = g.packed_b && g.packed_isa == isa ? g.packed_b : nullptr;
+  const int64_t b_width = (g.n + nr - 1) / nr * nr;
+  T* pb = pre ? nullptr
+              : Scratch::grow<T>(
+                    scratch.b, scratch.b_len,
+                    std::size_t(kc_even * ((std::min(nc_cap, n1 - n0) + nr - 1) / nr * nr)));
   // Panels of equal height (60 rows run as 5 x 12, not 4 x 14 + 4), in equal row blocks of
   // whole panels (1024 rows as 4 x 266, not 3 x 336 + 16).
   int64_t rows = m1 - m0, panels = (rows + tile.mr - 1) / tile.mr;
   int64_t mr = (rows + panels - 1) / panels;
-  bool direct = g.b.cs == 1 && rows <= kDirectBRows;
+  // A packed B costs nothing per call, so it is read whatever the rows.
+  bool direct = !pre && g.b.cs == 1 && rows <= kDirectBRows;
   MicroKernel kernels[2][3][3] = {}; // [full panel, last panel][vectors][GemmBMode]
   for (int nv = 1; nv <= 2; ++nv)
     for (GemmBMode mode : {GemmBMode::Packed, GemmBMode::Strided, GemmBMode::StridedMasked}) {
@@ -172,7 +187,7 @@ void run_block(const GemmCallT<T>& g, GemmIsa isa, int64_t t, int64_t m0, int64_
     for (int64_t pc = 0, blk = 0; blk < kblocks; ++blk) {
       int64_t kc = std::min(kc_even, g.k - pc);
       bool last = blk + 1 == kblocks;
-      if (!direct) pack_b(b, g.b.rs, g.b.cs, pc, kc, jc, nc, tile, pb);
+      if (!direct && !pre) pack_b(b, g.b.rs, g.b.cs, pc, kc, jc, nc, tile, pb);
       for (int64_t ic = m0; ic < m1; ic += mc_even) {
         int64_t mc = std::min(mc_even, m1 - ic);
         pack_a(a, g.a.rs, g.a.cs, ic, mc, pc, kc, mr, int64_t(tile.mr), pa);
@@ -186,7 +201,9 @@ void run_block(const GemmCallT<T>& g, GemmIsa isa, int64_t t, int64_t m0, int64_
           GemmBMode mode = !direct         ? GemmBMode::Packed
                            : rest == lanes ? GemmBMode::Strided
                                            : GemmBMode::StridedMasked;
-          args.b = direct ? b + pc * g.b.rs + j : pb + q * kc * nr;
+          args.b = direct ? b + pc * g.b.rs + j
+                   : pre  ? pre + pc * b_width + j / nr * kc * nr
+                          : pb + q * kc * nr;
           args.ldb = g.b.rs * int64_t(sizeof(T));
           args.mask = (uint64_t(1) << rest) - 1;
           args.bias = g.bias ? g.bias + j : nullptr;
@@ -279,9 +296,41 @@ template <class T> void gemm(const GemmCallT<T>& g, int threads) {
     threads::parallel_for(tasks, std::max<int64_t>(1, tasks / t), run);
 }
 
+template <class T> int64_t packed_b_elements(const GemmCallT<T>& g, GemmIsa isa) {
+  if (g.small || g.k <= 0 || g.n <= 0 || g.batches <= 0 || isa == GemmIsa::None) return 0;
+  if (g.b_off &&
+      std::any_of(g.b_off, g.b_off + g.batches, [&](int64_t off) { return off != g.b_off[0]; }))
+    return 0;
+  const int64_t nr = gemm_tile(isa, type_of<T>()).nr();
+  return g.k * ((g.n + nr - 1) / nr * nr);
+}
+
+/// Every depth block of B with every column panel, as run_block's pack_b calls lay them out
+/// (their column blocks start at whole panels, so panel Q of the matrix is panel Q here).
+template <class T> void pack_whole_b(const GemmCallT<T>& g, GemmIsa isa, T* dst) {
+  const GemmTile tile = gemm_tile(isa, type_of<T>());
+  const int64_t width = (g.n + tile.nr() - 1) / tile.nr() * tile.nr();
+  const T* b = g.b.p + (g.b_off ? g.b_off[0] : 0);
+  const DepthBlocks depth = depth_blocks(g.k);
+  for (int64_t pc = 0, blk = 0; blk < depth.count; ++blk) {
+    int64_t kc = std::min(depth.size, g.k - pc);
+    pack_b(b, g.b.rs, g.b.cs, pc, kc, 0, g.n, tile, dst + pc * width);
+    pc += kc;
+  }
+}
+
 } // namespace
 
 void sgemm(const GemmCall& call, int threads) { gemm(call, threads); }
 void dgemm(const DGemmCall& call, int threads) { gemm(call, threads); }
+
+int64_t gemm_packed_b_elements(const GemmCall& call, GemmIsa isa) {
+  return packed_b_elements(call, isa);
+}
+int64_t gemm_packed_b_elements(const DGemmCall& call, GemmIsa isa) {
+  return packed_b_elements(call, isa);
+}
+void gemm_pack_b(const GemmCall& call, GemmIsa isa, float* dst) { pack_whole_b(call, isa, dst); }
+void gemm_pack_b(const DGemmCall& call, GemmIsa isa, double* dst) { pack_whole_b(call, isa, dst); }
 
 } // namespace rlx::jit

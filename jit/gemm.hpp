@@ -119,6 +119,11 @@ template <class T> struct GemmCallT {
   /// From gemm_small_kernel for this very call's shape, strides and epilogue: then the product
   /// runs as one call of it per batch, without packing (nullptr: the blocked path).
   SmallKernel small = nullptr;
+  /// B already packed by gemm_pack_b for `packed_isa` (a B that every batch shares and that
+  /// never changes, such as a weight): the blocked path then reads it instead of packing B on
+  /// every call. Ignored on another ISA and by a small kernel.
+  const T* packed_b = nullptr;
+  GemmIsa packed_isa = GemmIsa::None;
 };
 using GemmCall = GemmCallT<float>;
 using DGemmCall = GemmCallT<double>;
@@ -127,6 +132,16 @@ using DGemmCall = GemmCallT<double>;
 /// small products).
 void sgemm(const GemmCall& call, int threads = 0);
 void dgemm(const DGemmCall& call, int threads = 0);
+
+/// The elements gemm_pack_b writes for `call` on `isa`: B in the blocked path's layout, per
+/// depth block every column panel (zero-padded to whole panels). 0 when the call has no use for
+/// it: a small kernel, no depth or no columns, or batches that read different B.
+int64_t gemm_packed_b_elements(const GemmCall& call, GemmIsa isa);
+int64_t gemm_packed_b_elements(const DGemmCall& call, GemmIsa isa);
+/// Packs B of `call` (call.b, at call.b_off[0]) for `isa` into dst (gemm_packed_b_elements
+/// of them, 64-byte aligned), for GemmCallT::packed_b.
+void gemm_pack_b(const GemmCall& call, GemmIsa isa, float* dst);
+void gemm_pack_b(const DGemmCall& call, GemmIsa isa, double* dst);
 
 /// A kernel computing one batch of `call` whole (its shape, strides, relu, epilogue and ISA are
 /// built in, its pointers ignored; `bias` / `residual`: whether the calls pass one): the tiles

@@ -6,13 +6,19 @@
 // operand's last two axes is read through strides (the GEMM's packing), so it needs no step.
 // The activation of a fused node is relu in the micro-kernel, or an element-wise kernel of the
 // LLVM lowering run over each block of rows right after the block's last depth step.
+// A constant B (a weight the executable holds) is packed once per ISA, on the first run, and
+// kept with the step (PackedB), so calls do not pack it again.
 #include "gemm_step.hpp"
 
 #include "steps.hpp"
 
 #include "rlx/error.hpp"
+#include "rlx/memory.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <mutex>
 #include <optional>
 
 namespace rlx::jit {
@@ -124,6 +130,43 @@ std::vector<ir::NodeId> gemm_reads(const ir::Graph& g, const ir::Node& add) {
 }
 
 namespace {
+std::atomic<int64_t> constant_b_packs{0};
+} // namespace
+
+/// One packed copy of B per ISA, made by the first run on that ISA. std::call_once makes a
+/// second thread wait for the first one's packing instead of packing again; an exception (the
+/// memory limit) leaves the slot to the next run. A run whose B is at another address than the
+/// one packed (never for a constant; a guard) packs nothing and reads B as it is.
+class PackedB {
+public:
+  template <class T> const T* get(const GemmCallT<T>& call, GemmIsa isa) {
+    Slot& slot = slots_[std::size_t(isa)];
+    std::call_once(slot.once, [&] {
+      int64_t elements = gemm_packed_b_elements(call, isa);
+      if (elements == 0) return;
+      Storage bytes(std::size_t(elements) * sizeof(T), false);
+      gemm_pack_b(call, isa, reinterpret_cast<T*>(bytes.data()));
+      slot.bytes = std::move(bytes);
+      slot.source = call.b.p;
+      constant_b_packs.fetch_add(1, std::memory_order_relaxed);
+    });
+    return slot.source == call.b.p && slot.bytes.data()
+               ? reinterpret_cast<const T*>(slot.bytes.data())
+               : nullptr;
+  }
+
+private:
+  struct Slot {
+    std::once_flag once;
+    Storage bytes;
+    const void* source = nullptr;
+  };
+  std::array<Slot, 3> slots_; ///< by GemmIsa
+};
+
+int64_t gemm_constant_b_packs() { return constant_b_packs.load(std::memory_order_relaxed); }
+
+namespace {
 
 template <class T>
 void fill_call(GemmCallT<T>& c, const GemmCall& shape, bool has_bias, bool has_residual) {
@@ -141,12 +184,16 @@ void fill_call(GemmCallT<T>& c, const GemmCall& shape, bool has_bias, bool has_r
 template <class T> void run_call(GemmCallT<T> c, const GemmStep& s, void* const* bufs) {
   c.a.p = static_cast<const T*>(bufs[0]);
   c.b.p = static_cast<const T*>(bufs[1]);
+  c.a_off = s.a_off.data();
+  c.b_off = s.b_off.data();
+  if (s.packed_b && !c.small) {
+    c.packed_isa = gemm_isa();
+    c.packed_b = s.packed_b->get(c, c.packed_isa);
+  }
   std::size_t i = 2;
   c.bias = s.has_bias ? static_cast<const T*>(bufs[i++]) : nullptr;
   c.residual = s.has_residual ? static_cast<const T*>(bufs[i++]) : nullptr;
   c.c = static_cast<T*>(bufs[i]);
-  c.a_off = s.a_off.data();
-  c.b_off = s.b_off.data();
   if constexpr (sizeof(T) == 8)
     dgemm(c);
   else
@@ -155,7 +202,8 @@ template <class T> void run_call(GemmCallT<T> c, const GemmStep& s, void* const*
 
 } // namespace
 
-GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& name) {
+GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& name,
+                    bool constant_b) {
   GemmStep s;
   auto split = split_residual(g, add);
   const ir::Node& n = split ? g.node(split->first) : add;
@@ -214,10 +262,35 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& 
       c.epilogue = s.epilogue.fn;
     }
   }
-  if (s.f64)
-    fill_call(s.dcall, c, s.has_bias, s.has_residual);
-  else
-    fill_call(s.call, c, s.has_bias, s.has_residual);
+  // Batches that share B, with A's rows one after the other ([batches, m, k] row-major, as a
+  // linear layer's [B, S, D] input), are one product of batches * m rows: each element is the
+  // same dot product, and B is read (or packed) once instead of once per batch. Not when a
+  // batch is small enough for its own kernel, which packs nothing anyway.
+  auto shares_b = [&] {
+    return std::all_of(s.b_off.begin(), s.b_off.end(), [&](int64_t o) { return o == s.b_off[0]; });
+  };
+  auto rows_follow = [&] {
+    for (int64_t t = 0; t < c.batches; ++t)
+      if (s.a_off[std::size_t(t)] != s.a_off[0] + t * c.m * c.k) return false;
+    return c.a.rs == c.k && c.a.cs == 1;
+  };
+  auto fill = [&] {
+    if (s.f64)
+      fill_call(s.dcall, c, s.has_bias, s.has_residual);
+    else
+      fill_call(s.call, c, s.has_bias, s.has_residual);
+  };
+  fill();
+  bool small = s.f64 ? s.dcall.small != nullptr : s.call.small != nullptr;
+  if (c.batches > 1 && !small && shares_b() && rows_follow()) {
+    c.m *= c.batches;
+    c.batches = 1;
+    s.a_off.resize(1);
+    s.b_off.resize(1);
+    fill();
+  }
+  if (constant_b && (s.f64 ? s.dcall.small : s.call.small) == nullptr)
+    s.packed_b = std::make_shared<PackedB>();
   return s;
 }
 
@@ -260,8 +333,11 @@ public:
   }
   std::unique_ptr<PreparedStep> prepare(PrepareContext& c, std::size_t i) const override {
     const ir::LirStep& step = c.lir.steps[i];
+    // B (the step's second read) is a constant of the executable: evaluated once when it is
+    // built, at the same address on every run (a weight baked by param_specialize).
+    bool constant_b = c.lir.memory.places[step.reads[1].index].home == ir::Home::Constant;
     return std::make_unique<PreparedGemm>(
-        lower_gemm(c.lir.mir, c.lir.mir.node(step.node), kernel_name()), step);
+        lower_gemm(c.lir.mir, c.lir.mir.node(step.node), kernel_name(), constant_b), step);
   }
 };
 

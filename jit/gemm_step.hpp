@@ -8,6 +8,8 @@
 
 #include "rlx/ir/graph.hpp"
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -37,9 +39,12 @@ std::optional<ir::NodeId> gemm_residual_product(const ir::Graph& g, const ir::No
 /// output must not share memory with the residual (a later depth block reads it).
 std::vector<ir::NodeId> gemm_reads(const ir::Graph& g, const ir::Node& n);
 
+/// B packed once per ISA for the Gemm step of a B that never changes (jit/gemm_step.cpp).
+class PackedB;
+
 /// A Gemm step ready to run: the call with everything but the pointers (`call` for f32,
-/// `dcall` for f64), the batch offsets, the small kernel when the product is small and the
-/// activation's kernel.
+/// `dcall` for f64), the batch offsets, the small kernel when the product is small, the
+/// activation's kernel and, for a constant B, its packed copy.
 struct GemmStep {
   GemmCall call;
   DGemmCall dcall;
@@ -47,11 +52,22 @@ struct GemmStep {
   std::vector<int64_t> a_off, b_off;
   NativeKernel epilogue;
   bool has_bias = false, has_residual = false;
+  /// Set by lower_gemm with `constant_b`: B is packed on the first run on each ISA (once, also
+  /// when two threads run the step at once), kept with the step and read by every later run.
+  std::shared_ptr<PackedB> packed_b;
   /// bufs: gemm_reads' buffers in order, then the output.
   void run(void* const* bufs) const;
 };
 
-/// n: a node lowers_as_gemm, or an add with a gemm_residual_product.
-GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& name);
+/// n: a node lowers_as_gemm, or an add with a gemm_residual_product. Batches that share B and
+/// read A's rows contiguously run as one product of all their rows (the same dot products).
+/// constant_b: B's buffer (gemm_reads' second) holds the same values at the same address on
+/// every run (a constant of the executable), so it is packed once, not on every call.
+GemmStep lower_gemm(const ir::Graph& g, const ir::Node& n, const std::string& name,
+                    bool constant_b = false);
+
+/// How many times Gemm steps have packed a constant B in this process (tests: once per step
+/// and ISA, however many runs and threads).
+int64_t gemm_constant_b_packs();
 
 } // namespace rlx::jit

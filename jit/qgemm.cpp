@@ -8,7 +8,9 @@
 // doubles at a time with the same f64 product and round-half-even as the interpreter.
 // Layout: w is packed into panels of 32 columns, each k-quad of a column as 4 consecutive bytes
 // (one dword lane of a zmm); x into blocks of kMr rows, each row's k-quad a dword to broadcast.
-// The tile is kMr x 32 i32 accumulators (24 zmm). B panels are blocked to stay in L2.
+// The tile is kMr x 32 i32 accumulators (24 zmm). B panels are blocked to stay in L2. A
+// constant w (a weight the executable holds) is packed, with its column sums, once: on the first
+// run, kept with the call.
 // Written with intrinsics under function-level target attributes, so the rest of the library
 // keeps its baseline ISA; qgemm_handles asks the CPU first.
 #include "qgemm.hpp"
@@ -27,8 +29,10 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 namespace rlx::jit {
@@ -46,6 +50,28 @@ bool host_has_vnni() {
 }
 
 #define RLX_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+std::atomic<int64_t> constant_w_packs{0};
+
+/// w packed for the tiles: panel t, quad p, column j, byte q at ((t * kq + p) * 32 + j) * 4 + q
+/// (zero-padded), and each column's sum.
+struct PackedW {
+  std::vector<int8_t> bytes;
+  std::vector<int32_t> colsum;
+};
+PackedW pack_w(const int8_t* w, int64_t k, int64_t n) {
+  const int64_t kq = (k + 3) / 4, panels = (n + kNr - 1) / kNr;
+  PackedW p{std::vector<int8_t>(std::size_t(panels * kq * 128), 0),
+            std::vector<int32_t>(std::size_t(panels * kNr), 0)};
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t j = 0; j < n; ++j) {
+      int8_t v = w[kk * n + j];
+      int64_t t = j / kNr, jj = j % kNr;
+      p.bytes[std::size_t(((t * kq + kk / 4) * kNr + jj) * 4 + kk % 4)] = v;
+      p.colsum[std::size_t(j)] += v;
+    }
+  return p;
+}
 
 /// acc (kMr x 32 i32, row stride 32) = sum over kq k-quads of a (kMr dwords per quad) times b
 /// (32 dwords per quad).
@@ -98,10 +124,11 @@ public:
     }
     x_zp_ = a.x_zp;
   }
-  void set_operands(const ir::Shape& x, const ir::Shape& w) {
+  void set_operands(const ir::Shape& x, const ir::Shape& w, bool constant_w) {
     k_ = w.dims()[0].size();
     m_ = k_ == 0 ? 0 : x.num_elements().value_or(0) / k_;
     x_u8_ = x.dtype() == ir::DType::U8;
+    constant_w_ = constant_w;
   }
   void run(const std::byte* const* reads, std::byte* out) const override;
 
@@ -112,6 +139,12 @@ private:
   double out_zp_ = 0, lo_ = 0, hi_ = 0;
   std::vector<int32_t> w_zp_;
   std::vector<double> mult_;
+  /// w is a constant of the executable: packed by the first run (once, whichever thread runs
+  /// first), read by the later ones while w is at the address packed.
+  bool constant_w_ = false;
+  mutable std::once_flag w_once_;
+  mutable PackedW w_packed_;
+  mutable const int8_t* w_source_ = nullptr;
 
   void epilogue(const int32_t* acc, int64_t m0, int64_t rows, int64_t j0, int64_t cols,
                 const int32_t* rowsum, const int32_t* colsum, const int32_t* bias,
@@ -157,16 +190,19 @@ void QGemm::run(const std::byte* const* reads, std::byte* out) const {
   const auto* bias = has_bias_ ? reinterpret_cast<const int32_t*>(reads[2]) : nullptr;
   const int64_t kq = (k_ + 3) / 4, panels = (n_ + kNr - 1) / kNr;
   const uint8_t flip = x_u8_ ? 0 : 0x80; // i8 -> u8: x + 128 is x with its top bit flipped
-  // Pack w: panel t, quad p, column j, byte q at ((t * kq + p) * 32 + j) * 4 + q.
-  std::vector<int8_t> bp(std::size_t(panels * kq * 128), 0);
-  std::vector<int32_t> colsum(std::size_t(panels * kNr), 0);
-  for (int64_t k = 0; k < k_; ++k)
-    for (int64_t j = 0; j < n_; ++j) {
-      int8_t v = w[k * n_ + j];
-      int64_t t = j / kNr, jj = j % kNr;
-      bp[std::size_t(((t * kq + k / 4) * kNr + jj) * 4 + k % 4)] = v;
-      colsum[std::size_t(j)] += v;
-    }
+  PackedW per_call;
+  const PackedW* packed = &per_call;
+  if (constant_w_) {
+    std::call_once(w_once_, [&] {
+      w_packed_ = pack_w(w, k_, n_);
+      w_source_ = w;
+      constant_w_packs.fetch_add(1, std::memory_order_relaxed);
+    });
+    if (w_source_ == w) packed = &w_packed_;
+  }
+  if (packed == &per_call) per_call = pack_w(w, k_, n_);
+  const std::vector<int8_t>& bp = packed->bytes;
+  const std::vector<int32_t>& colsum = packed->colsum;
   // Pack x: row block b, quad p, row i, byte q at ((b * kq + p) * kMr + i) * 4 + q.
   const int64_t blocks = (m_ + kMr - 1) / kMr;
   std::vector<uint8_t> ap(std::size_t(blocks * kq * kMr * 4), 0);
@@ -215,8 +251,12 @@ bool qgemm_handles(const ir::Graph& g, const ir::Node& n) {
 
 std::unique_ptr<LibraryCall> qgemm_prepare(const ir::Graph& g, const ir::Node& n) {
   auto call = std::make_unique<QGemm>(n);
-  call->set_operands(g.shape(n.inputs[0]), g.shape(n.inputs[1]));
+  // A Constant node's bytes are evaluated once, when the executable is built (Home::Constant).
+  call->set_operands(g.shape(n.inputs[0]), g.shape(n.inputs[1]),
+                     g.node(n.inputs[1]).op.kind() == ir::OpKind::Constant);
   return call;
 }
+
+int64_t qgemm_constant_w_packs() { return constant_w_packs.load(std::memory_order_relaxed); }
 
 } // namespace rlx::jit
