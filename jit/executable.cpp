@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
-#include <mutex>
 
 namespace rlx::jit {
 
@@ -20,6 +19,17 @@ std::string executable_name() {
   static std::atomic<uint64_t> next{0};
   return "rlx_g" + std::to_string(next.fetch_add(1));
 }
+
+/// What one call of a JitExecutable needs besides its leaves: the per-node tables and the
+/// arena. Kept between calls (a call takes the executable's spare one and gives it back), so a
+/// call allocates only what it returns.
+struct CallScratch {
+  std::vector<Buffer> owned;         ///< per node: Own values made by the call
+  std::vector<const Buffer*> values; ///< per node: its buffer
+  std::vector<std::byte*> ptr;       ///< per node: its elements
+  std::vector<void*> args;           ///< a step's argument pointers
+  Storage arena;                     ///< Memory::arena_size bytes, warm from the last call
+};
 
 class JitExecutable final : public Executable {
 public:
@@ -37,36 +47,52 @@ public:
     for (std::size_t i = 0; i < lir_.steps.size(); ++i)
       steps_.push_back(static_cast<const JitRule*>(lir_.steps[i].rule)->prepare(context, i));
     if (debug.dump_lir) write_dump(debug, name_ + ".lir.txt", describe());
+    // What every call starts from, and what it checks, worked out once.
+    initial_values_.assign(mir.len(), nullptr);
+    initial_ptr_.assign(mir.len(), nullptr);
+    for (ir::NodeId c : lir_.memory.io.constants) {
+      initial_values_[c.index] = &constants_[c.index];
+      initial_ptr_[c.index] = const_cast<std::byte*>(constants_[c.index].bytes().data());
+    }
+    for (const ir::Node& n : mir.nodes())
+      if (ir::has_trait(n.op.kind(), ir::kFed)) fed_.push_back(n.id.index);
+    // Values a call may leave in its `owned` table: Own homes and the interpreter's results.
+    for (std::size_t i = 0; i < mir.len(); ++i)
+      if (lir_.memory.places[i].home == ir::Home::Own) own_.push_back(uint32_t(i));
+    for (const ir::LirStep& st : lir_.steps)
+      if (st.rule == lir_.policy->runtime && lir_.place(st.node).home != ir::Home::Own)
+        own_.push_back(st.node.index);
+    // An output returned again later is copied here; its last appearance moves.
+    for (std::size_t o = 0; o < mir.outputs.size(); ++o)
+      last_out_.push_back(std::find(mir.outputs.begin() + std::ptrdiff_t(o) + 1, mir.outputs.end(),
+                                    mir.outputs[o]) == mir.outputs.end());
   }
+
+  ~JitExecutable() override { delete spare_.load(std::memory_order_acquire); }
 
   std::vector<Buffer> run(std::span<const Buffer* const> leaves) const override {
     rlx::detail::WorkScope work; // not to be abandoned: a safe point per step comes soon
     const ir::Graph& g = lir_.mir;
-    std::vector<Buffer> owned(g.len());
-    std::vector<const Buffer*> values = interp::feed_leaves(g, leaves);
-    for (ir::NodeId c : lir_.memory.io.constants) values[c.index] = &constants_[c.index];
-    // The arena: the executable's own (warm from the last call) unless another thread is
-    // running it, then one for this call from the memory pool. It keeps its pages mapped from
-    // call to call, and nothing is zeroed (every step writes all of its result).
-    std::size_t arena_bytes = lir_.memory.arena_size;
-    std::unique_lock arena_lock(arena_mutex_, std::defer_lock);
-    Storage call_arena;
-    std::byte* arena = nullptr;
-    if (arena_bytes) {
-      if (arena_lock.try_lock()) {
-        if (arena_.size() < arena_bytes) arena_ = Storage(arena_bytes, false);
-        arena = arena_.data();
-      } else {
-        call_arena = Storage(arena_bytes, false);
-        arena = call_arena.data();
-      }
+    // The leaves: as many as the graph's, each of its node's shape. Anything else is reported
+    // by the interpreter's check, which names the leaf and both shapes.
+    bool fits = leaves.size() == fed_.size();
+    for (std::size_t k = 0; fits && k < fed_.size(); ++k)
+      fits = leaves[k] != nullptr && leaves[k]->shape() == g.nodes()[fed_[k]].shape;
+    if (!fits) {
+      (void)interp::feed_leaves(g, leaves); // throws
+      throw InternalError("jit: leaves the interpreter accepts were refused");
     }
-    // Where each value's elements are: leaves, constants and owned buffers, or an arena slot.
-    std::vector<std::byte*> ptr(g.len(), nullptr);
-    for (std::size_t i = 0; i < g.len(); ++i)
-      if (values[i]) ptr[i] = const_cast<std::byte*>(values[i]->bytes().data());
-    std::vector<void*> args;
-    RunState state{lir_, arena, ptr, values, owned, args};
+    std::unique_ptr<CallScratch> scratch = take_scratch();
+    CallScratch& f = *scratch;
+    // Leaves and constants in place; every other entry is written by its step before it is
+    // read. Nothing in the arena is zeroed (every step writes all of its result).
+    std::copy(initial_values_.begin(), initial_values_.end(), f.values.begin());
+    std::copy(initial_ptr_.begin(), initial_ptr_.end(), f.ptr.begin());
+    for (std::size_t k = 0; k < fed_.size(); ++k) {
+      f.values[fed_[k]] = leaves[k];
+      f.ptr[fed_[k]] = const_cast<std::byte*>(leaves[k]->bytes().data());
+    }
+    RunState state{lir_, f.arena.data(), f.ptr, f.values, f.owned, f.args};
     // Values of their own (outputs, the interpreter's operands and results) are buffers of the
     // memory pool, freed after their last reader so the next step reuses them while in cache.
     for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -75,22 +101,24 @@ public:
         rlx::detail::check_interrupt(rlx::detail::cat("graph @", g.name, " before step ", i));
       steps_[i]->run(state);
       for (ir::NodeId id : lir_.memory.releases[i]) {
-        owned[id.index] = Buffer();
-        values[id.index] = nullptr;
+        f.owned[id.index] = Buffer();
+        f.values[id.index] = nullptr;
       }
     }
     // Results computed here move out (the last time an output appears); the others copy.
     // Outputs never live in the arena (plan_options), so nothing returned aliases it.
     std::vector<Buffer> outs;
+    outs.reserve(g.outputs.size());
     for (std::size_t o = 0; o < g.outputs.size(); ++o) {
       uint32_t i = g.outputs[o].index;
-      bool last = std::find_if(g.outputs.begin() + std::ptrdiff_t(o) + 1, g.outputs.end(),
-                               [&](ir::NodeId id) { return id.index == i; }) == g.outputs.end();
-      if (last && values[i] == &owned[i])
-        outs.push_back(std::move(owned[i]));
+      if (last_out_[o] && f.values[i] == &f.owned[i])
+        outs.push_back(std::move(f.owned[i]));
       else
-        outs.push_back(*values[i]);
+        outs.push_back(*f.values[i]);
     }
+    for (uint32_t i : own_) // normally moved out or released already
+      if (f.owned[i].bytes().data() || f.owned[i].shape().rank()) f.owned[i] = Buffer();
+    give_back(std::move(scratch));
     return outs;
   }
 
@@ -105,13 +133,39 @@ public:
 
 private:
   friend class Frame;
+
+  /// The spare scratch (lock-free: one exchange), or a new one when another call has it.
+  std::unique_ptr<CallScratch> take_scratch() const {
+    if (CallScratch* f = spare_.exchange(nullptr, std::memory_order_acquire))
+      return std::unique_ptr<CallScratch>(f);
+    auto f = std::make_unique<CallScratch>();
+    std::size_t n = lir_.mir.len();
+    f->owned.resize(n);
+    f->values.resize(n);
+    f->ptr.resize(n);
+    if (lir_.memory.arena_size) f->arena = Storage(lir_.memory.arena_size, false);
+    return f;
+  }
+  /// Keep it for the next call, unless a concurrent call kept its own first. A call that
+  /// throws drops its scratch instead (with whatever buffers it held).
+  void give_back(std::unique_ptr<CallScratch> f) const {
+    CallScratch* expected = nullptr;
+    if (spare_.compare_exchange_strong(expected, f.get(), std::memory_order_release,
+                                       std::memory_order_relaxed))
+      (void)f.release();
+  }
+
   ir::LirModule lir_;
   std::vector<std::unique_ptr<PreparedStep>> steps_; ///< per step of lir_
-  mutable std::mutex arena_mutex_; ///< guards arena_ (a call that finds it taken makes its own)
-  mutable Storage arena_;
   std::vector<Buffer> constants_;
-  std::string name_ = executable_name(); ///< for dump files and describe()
-  ir::LirNames names_;                   ///< the kernels' symbols, given as steps are prepared
+  std::string name_ = executable_name();      ///< for dump files and describe()
+  ir::LirNames names_;                        ///< the kernels' symbols, given as steps are prepared
+  std::vector<const Buffer*> initial_values_; ///< per node: the constants' buffers, else null
+  std::vector<std::byte*> initial_ptr_;       ///< per node: the constants' bytes, else null
+  std::vector<uint32_t> fed_;                 ///< the leaves' nodes, in graph order
+  std::vector<uint32_t> own_;                 ///< nodes a call may hold a Buffer of its own for
+  std::vector<bool> last_out_;                ///< per output: its last appearance in outputs
+  mutable std::atomic<CallScratch*> spare_{nullptr};
 };
 
 /// JitExecutable::run's state made once: leaves and constants in place, the arena its own.

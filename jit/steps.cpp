@@ -68,6 +68,10 @@ public:
     KernelFn fn = fn_.load(std::memory_order_acquire);
     void* const* bufs = s.args.data();
     int64_t n = n_;
+    if (n <= kParallelGrain) { // one chunk: called here, not through the pool's std::function
+      if (n > 0) fn(bufs, 0, n);
+      return;
+    }
     // Threads take whole 16-element blocks, so each range starts 64-byte aligned (f32) and
     // its vector stores do not split cache lines (and may stream, see lower_elementwise).
     constexpr int64_t kBlock = 16;

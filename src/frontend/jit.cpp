@@ -50,12 +50,15 @@ struct JitCore::State {
   // The previous call's argument shapes (exact) and what they resolved to: a call with the same
   // shapes skips the signature string, the map lookups and the binding. Under a plain mutex of
   // its own, held for a few loads and never across user code (cheaper than the build lock).
+  // Plain pointers: entries and their executables are never removed while the function lives,
+  // so a call holds no reference counts of its own.
   std::mutex fast_mu;
   std::vector<int64_t> fast_shapes;
   std::string fast_key;
-  std::shared_ptr<Entry> fast_entry;
-  std::shared_ptr<const Executable> fast_exe;
-  // Counted on every call without a lock; the rest of the stats under stats_mu.
+  const Entry* fast_entry = nullptr;
+  const std::shared_ptr<const Executable>* fast_exe = nullptr;
+  int64_t fast_hits = 0; // under fast_mu: calls served here (each a call and a cache hit)
+  // Counted without a lock by the other calls; the rest of the stats under stats_mu.
   std::atomic<int64_t> calls{0}, cache_hits{0};
   mutable std::mutex stats_mu;
   JitStats stats;
@@ -82,8 +85,13 @@ JitCore::~JitCore() = default;
 JitStats JitCore::stats() const {
   std::lock_guard lock(state_->stats_mu);
   JitStats s = state_->stats;
-  s.calls = state_->calls.load(std::memory_order_relaxed);
-  s.cache_hits = state_->cache_hits.load(std::memory_order_relaxed);
+  int64_t fast_hits = 0;
+  {
+    std::lock_guard fast(state_->fast_mu);
+    fast_hits = state_->fast_hits;
+  }
+  s.calls = state_->calls.load(std::memory_order_relaxed) + fast_hits;
+  s.cache_hits = state_->cache_hits.load(std::memory_order_relaxed) + fast_hits;
   return s;
 }
 
@@ -97,15 +105,26 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
                                   std::string_view static_key,
                                   std::shared_ptr<const void>& structure) {
   State& st = *state_;
-  st.calls.fetch_add(1, std::memory_order_relaxed);
+  // Every call counts once: here when it leaves early or computes its arguments, else below
+  // (a call served by the previous call's executable counts under fast_mu).
+  bool counted = false;
+  auto count = [&] {
+    if (!counted) st.calls.fetch_add(1, std::memory_order_relaxed);
+    counted = true;
+  };
   for (std::size_t i = 0; i < args.size(); ++i) // the message is built only for a failure
-    if (!args[i].defined())
+    if (!args[i].defined()) {
+      count();
       check_defined(args[i], "rlx::jit argument " + std::to_string(i), st.loc);
+    }
   // Inside another trace (of rlx::jit or a transform): trace through, so the outer trace
   // compiles the whole thing and values the function captures from it stay traced. Inside its
   // own trace with untraced arguments it would recurse forever: lock_build reports that.
   bool traced_arg = std::ranges::any_of(args, [](const Tensor& a) { return a.is_traced(); });
-  if (traced_arg || (in_trace() && !st.build_mu.held_by_this_thread())) return body(args);
+  if (traced_arg || (in_trace() && !st.build_mu.held_by_this_thread())) {
+    count();
+    return body(args);
+  }
 
   // The arguments' buffers (computing pending arguments first), read under one lock: a cached
   // call's whole overhead is a few hundred nanoseconds, so every lock and allocation shows.
@@ -119,6 +138,7 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     return true;
   };
   if (!read_buffers()) {
+    count();
     eval(args);
     leaves.clear();
     RLX_CHECK(read_buffers(), "eval left a jit argument pending");
@@ -132,8 +152,8 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     exact.push_back(int64_t(s.rank()));
     for (const ir::Dim& d : s.dims()) exact.push_back(d.size());
   }
-  std::shared_ptr<Entry> entry;
-  std::shared_ptr<const Executable> exe;
+  const Entry* entry = nullptr;
+  const std::shared_ptr<const Executable>* exe = nullptr; // an entry's, in its executables map
   // Otherwise the signature, with the dynamic axes as symbols, finds (or traces) the entry and
   // the binding finds (or compiles) the executable.
   auto resolve = [&] {
@@ -177,8 +197,8 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
         ++st.stats.traces;
         st.stats.trace_ms += ms_since(t0);
       }
-      entry = it->second;
-      st.last = entry;
+      entry = it->second.get();
+      st.last = it->second;
       // The binding: every symbol's size (one name on several axes must agree).
       ir::DimBinding binding;
       std::vector<int64_t> bound;
@@ -195,21 +215,23 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
         binding.set(sym, *size);
         bound.push_back(*size);
       }
-      auto ex = entry->executables.find(bound);
-      if (ex != entry->executables.end()) {
-        exe = ex->second;
+      Entry& e = *it->second;
+      auto ex = e.executables.find(bound);
+      if (ex != e.executables.end()) {
+        exe = &ex->second;
         st.cache_hits.fetch_add(1, std::memory_order_relaxed);
       } else {
         auto t0 = Clock::now();
         Backend backend = st.options.backend.value_or(default_backend());
-        if (entry->symbols.empty()) {
-          exe = compile(entry->graph, backend);
+        std::shared_ptr<const Executable> made;
+        if (e.symbols.empty()) {
+          made = compile(e.graph, backend);
         } else {
-          if (!entry->symbolic || entry->symbolic->backend() != backend)
-            entry->symbolic = compile_symbolic(entry->graph, backend);
-          exe = entry->symbolic->specialize(binding);
+          if (!e.symbolic || e.symbolic->backend() != backend)
+            e.symbolic = compile_symbolic(e.graph, backend);
+          made = e.symbolic->specialize(binding);
         }
-        entry->executables.emplace(bound, exe);
+        exe = &e.executables.emplace(bound, std::move(made)).first->second;
         std::lock_guard slock(st.stats_mu);
         ++st.stats.compiles;
         st.stats.compile_ms += ms_since(t0);
@@ -222,11 +244,12 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
         st.fast_key == static_key) {
       entry = st.fast_entry;
       exe = st.fast_exe;
+      if (!counted) ++st.fast_hits;
     }
   }
-  if (exe) {
-    st.cache_hits.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  if (exe && counted) st.cache_hits.fetch_add(1, std::memory_order_relaxed);
+  if (!exe) {
+    count();
     resolve();
     std::lock_guard lock(st.fast_mu);
     st.fast_shapes.assign(exact.span().begin(), exact.span().end());
@@ -235,9 +258,9 @@ std::vector<Tensor> JitCore::call(std::span<const Tensor> args, const Body& body
     st.fast_exe = exe;
   }
 
-  structure = entry->structure;
+  if (structure != entry->structure) structure = entry->structure;
   for (const auto& c : entry->captured) leaves.push_back(c.get());
-  std::vector<Buffer> results = run_executable(exe, leaves.span());
+  std::vector<Buffer> results = run_executable(*exe, leaves.span());
   std::vector<Tensor> outs;
   outs.reserve(results.size());
   for (Buffer& b : results) outs.emplace_back(std::move(b));

@@ -66,9 +66,10 @@ struct Cache {
   CacheStats stats;
   std::shared_ptr<const Executable> last_run;
   // run_executable counts without the lock (a cached rlx::jit call is a few hundred
-  // nanoseconds); last_run is replaced under the lock only when another executable ran.
+  // nanoseconds); last_run is replaced under the lock only when another executable ran. The
+  // time is summed in integer nanoseconds: one atomic add, where a double needs a CAS loop.
   std::atomic<int64_t> runs{0};
-  std::atomic<double> run_ms{0};
+  std::atomic<int64_t> run_ns{0};
   std::atomic<const Executable*> last_run_raw{nullptr};
 };
 
@@ -191,11 +192,11 @@ std::vector<Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
   RLX_CHECK(exe != nullptr, "run_executable of a null executable");
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Buffer> out = exe->run(leaves);
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
   Cache& c = cache();
   c.runs.fetch_add(1, std::memory_order_relaxed);
-  c.run_ms.fetch_add(ms, std::memory_order_relaxed);
+  c.run_ns.fetch_add(int64_t(ns.count()), std::memory_order_relaxed);
   if (c.last_run_raw.load(std::memory_order_acquire) != exe.get()) {
     std::lock_guard lock(c.mu);
     c.last_run = exe;
@@ -215,7 +216,7 @@ CacheStats cache_stats() {
   std::lock_guard lock(c.mu);
   CacheStats s = c.stats;
   s.runs = c.runs.load(std::memory_order_relaxed);
-  s.run_ms = c.run_ms.load(std::memory_order_relaxed);
+  s.run_ms = double(c.run_ns.load(std::memory_order_relaxed)) * 1e-6;
   s.entries = int64_t(c.entries.size());
   if (const runtime::CompilingBackend* b = runtime::find_backend(Backend::Jit)) b->add_stats(s);
   return s;

@@ -182,13 +182,27 @@ void reserve(std::size_t n) {
        "set_memory_limit(bytes) in C++");
 }
 
+/// A small block: malloc'd with room to align it, the malloc'd address kept just before the
+/// aligned one. glibc before 2.38 serves aligned requests (operator new with an alignment)
+/// outside its per-thread cache, at several times the cost; these are the outputs of small
+/// kernels, one or more per Executable::run.
+std::byte* allocate_small(std::size_t n) {
+  void* raw = std::malloc(n + kAlign);
+  if (raw == nullptr) throw std::bad_alloc();
+  // malloc aligns to 16, so the aligned address is 16 to 64 bytes in: room for the pointer.
+  auto at = (reinterpret_cast<std::uintptr_t>(raw) + kAlign) & ~std::uintptr_t(kAlign - 1);
+  reinterpret_cast<void**>(at)[-1] = raw;
+  return reinterpret_cast<std::byte*>(at);
+}
+void deallocate_small(std::byte* p) { std::free(reinterpret_cast<void**>(p)[-1]); }
+
 std::byte* allocate(std::size_t n) {
   if (n == 0) return nullptr;
   // Requests too large for a size class are over any limit; reserve() rejects them.
   std::size_t counted = n < kPooledMin || n > (kNoLimit >> 2) ? n : size_class(n);
   reserve(counted);
   try {
-    if (n < kPooledMin) return static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlign)));
+    if (n < kPooledMin) return allocate_small(n);
     return pool().take(counted);
   } catch (...) {
     g_live.fetch_sub(counted, std::memory_order_relaxed);
@@ -200,7 +214,7 @@ void deallocate(std::byte* p, std::size_t n) {
   if (!p) return;
   if (n < kPooledMin) {
     g_live.fetch_sub(n, std::memory_order_relaxed);
-    ::operator delete(p, n, std::align_val_t(kAlign));
+    deallocate_small(p);
     return;
   }
   g_live.fetch_sub(size_class(n), std::memory_order_relaxed);
