@@ -295,6 +295,8 @@ ir::StepPolicy make_policy(bool runtime_extents) {
   p.runtime = &interp;
   p.native.push_back(&gemm_rule());
   for (const JitRule* r : library_rules()) p.native.push_back(r);
+  p.start = &collective_start_rule();
+  p.wait = &collective_wait_rule();
   p.runtime_extents = runtime_extents;
   p.view_alignment = 64; // as aligned as any buffer: every kernel may read a view
   p.runtime_in_arena = false;

@@ -101,5 +101,8 @@ std::string kernel_name();
 /// The registered rules (jit/gemm_step.cpp, jit/library.cpp).
 const JitRule& gemm_rule();
 std::vector<const JitRule*> library_rules();
+/// Collectives as a non-blocking start and a later wait (jit/collective_step.cpp).
+const JitRule& collective_start_rule();
+const JitRule& collective_wait_rule();
 
 } // namespace rlx::jit

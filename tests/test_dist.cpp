@@ -102,7 +102,7 @@ TEST_CASE(
 
 TEST_CASE("dist: all_gather concatenates the ranks' tensors in rank order along any axis") {
   rlx::test::on_both_backends([] {
-    for (int64_t axis : {0, 1, 2}) {
+    for (int64_t axis : {0, 1, 2, -1, -3}) {
       CAPTURE(axis);
       std::vector<Tensor> parts;
       for (int r = 0; r < P(); ++r) parts.push_back(part(r, {2, 3, 2}, 2));
@@ -115,13 +115,14 @@ TEST_CASE("dist: all_gather concatenates the ranks' tensors in rank order along 
 
 TEST_CASE("dist: reduce_scatter gives each rank its block of the sum along any axis") {
   rlx::test::on_both_backends([] {
-    for (int64_t axis : {0, 1}) {
+    for (int64_t axis : {0, 1, -1}) {
       CAPTURE(axis);
+      int64_t ax = axis < 0 ? axis + 2 : axis;
       rlx::Dims dims{2, 2};
-      dims[std::size_t(axis)] *= P();
+      dims[std::size_t(ax)] *= P();
       Tensor sum = part(0, dims, 3);
       for (int r = 1; r < P(); ++r) sum = sum + part(r, dims, 3);
-      Tensor block = rlx::narrow(sum, axis, 2 * R(), 2);
+      Tensor block = rlx::narrow(sum, ax, 2 * R(), 2);
       Tensor got = rlx::dist::reduce_scatter(part(R(), dims, 3), axis);
       CHECK(got.sizes() == block.sizes());
       CHECK(values(got) == values(block));
@@ -331,6 +332,134 @@ TEST_CASE("dist: a tensor-parallel MLP block (column- then row-split linear) equ
   });
 }
 
+TEST_CASE("dist: the JIT starts an all_reduce as soon as its operand is made and waits for it "
+          "after the independent steps, with the blocking interpreter's result") {
+  // The product chain does not depend on the collective: the JIT's plan starts the all_reduce
+  // (MPI_Iallreduce) before the two products and waits just before the kernel reading it.
+  Tensor x = part(R(), {16, 16}, 41), y = part(0, {16, 16}, 42) * 0.05f;
+  Tensor sum = part(0, {16, 16}, 41);
+  for (int r = 1; r < P(); ++r) sum = sum + part(r, {16, 16}, 41);
+  std::vector<std::vector<double>> outs;
+  rlx::test::on_both_backends([&] {
+    auto f = rlx::jit([](const Tensor& a, const Tensor& b) {
+      Tensor h = rlx::tanh(rlx::matmul(rlx::matmul(b, b), b));
+      Tensor r = rlx::dist::all_reduce(a);
+      return std::tuple{r, r + h};
+    });
+    rlx::dist::reset_stats();
+    auto [r, out] = f(x, y);
+    CHECK(values(r) == values(sum));
+    outs.push_back(values(out));
+    rlx::dist::Stats st = rlx::dist::stats();
+    if (rlx::default_backend() == rlx::Backend::Jit) {
+      CHECK(st.overlapped == 1);
+      CHECK(st.steps_overlapped >= 2); // at least the two products ran while it travelled
+    } else {
+      CHECK(st.overlapped == 0); // the interpreter's collectives block
+    }
+  });
+  REQUIRE(outs.size() == 2);
+  CHECK(rlx::allclose(Tensor::from_vector(outs[1], {16, 16}),
+                      Tensor::from_vector(outs[0], {16, 16}), 1e-6, 1e-6));
+}
+
+TEST_CASE("dist: the JIT's non-blocking all_gather, reduce_scatter, broadcast and mean equal the "
+          "serial computation") {
+  rlx::test::on_both_backends([] {
+    auto f = rlx::jit([](const Tensor& a) {
+      return std::tuple{rlx::dist::all_gather(a, 0), rlx::dist::reduce_scatter(a, 0),
+                        rlx::dist::broadcast(a, P() - 1),
+                        rlx::dist::all_reduce(a, CollectiveOp::Mean)};
+    });
+    Tensor mine = part(R(), {2 * P(), 3}, 43);
+    auto [g, rs, b, m] = f(mine);
+    std::vector<double> gathered, sum(std::size_t(6 * P()), 0.0);
+    for (int r = 0; r < P(); ++r) {
+      std::vector<double> v = values(part(r, {2 * P(), 3}, 43));
+      gathered.insert(gathered.end(), v.begin(), v.end());
+      for (std::size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
+    }
+    CHECK(values(g) == gathered);
+    CHECK(values(rs) == std::vector<double>(sum.begin() + 6 * R(), sum.begin() + 6 * (R() + 1)));
+    CHECK(values(b) == values(part(P() - 1, {2 * P(), 3}, 43)));
+    std::vector<double> mean = sum;
+    for (double& v : mean) v /= P();
+    CHECK(values(m) == mean);
+  });
+}
+
+TEST_CASE("dist: a serial MLP with shard() on its weights equals the serial MLP (Megatron's "
+          "split, the all_reduce placed by the pass)") {
+  rlx::test::on_both_backends([] {
+    const int64_t in = 6, hidden = 4 * P(), out = 3;
+    Tensor x = rlx::randn({5, in}, 51), w1 = rlx::randn({in, hidden}, 52) * 0.4f;
+    Tensor b1 = rlx::randn({hidden}, 53) * 0.1f, w2 = rlx::randn({hidden, out}, 54) * 0.4f;
+    Tensor b2 = rlx::randn({out}, 55) * 0.1f;
+    auto mlp = [&](const Tensor& a1, const Tensor& c1, const Tensor& a2) {
+      return rlx::matmul(rlx::gelu(rlx::matmul(x, a1) + c1), a2) + b2;
+    };
+    Tensor serial = mlp(w1, b1, w2);
+    Tensor sharded = mlp(rlx::dist::shard(w1, 1), rlx::dist::shard(b1, 0), rlx::dist::shard(w2, 0));
+    CHECK(pending_nodes({sharded}, OpKind::AllReduce).empty()); // the program has none
+    CHECK(sharded.sizes() == serial.sizes());                   // nor other shapes
+    CHECK(rlx::allclose(sharded, serial, 1e-5, 1e-6));
+    // b1 left whole: the pass cuts this rank's block of it for the add.
+    auto jitted = rlx::jit([&](const Tensor& a1, const Tensor& c1, const Tensor& a2) {
+      return mlp(rlx::dist::shard(a1, 1), c1, rlx::dist::shard(a2, 0));
+    });
+    CHECK(rlx::allclose(jitted(w1, b1, w2), serial, 1e-5, 1e-6));
+  });
+}
+
+TEST_CASE("dist: sharded values are reduced, gathered and completed as the serial program says") {
+  rlx::test::on_both_backends([] {
+    Tensor a = rlx::randn({3, 4 * P()}, 61), b = rlx::randn({4 * P(), 5}, 62);
+    Tensor sa = rlx::dist::shard(a, 1);
+    // An element-wise value sharded along axis 1 comes out whole (all_gather).
+    CHECK(rlx::allclose(rlx::exp(sa) * 2.0f, rlx::exp(a) * 2.0f, 1e-6, 1e-6));
+    // Reductions over the sharded axis: the local one completed by the same all_reduce.
+    CHECK(rlx::allclose(rlx::sum(sa, {1}), rlx::sum(a, {1}), 1e-5, 1e-6));
+    CHECK(rlx::allclose(rlx::mean(sa, {1}), rlx::mean(a, {1}), 1e-6, 1e-6));
+    CHECK(rlx::allclose(rlx::max(sa, {1}), rlx::max(a, {1}), 0, 0));
+    CHECK(rlx::allclose(rlx::sum(sa), rlx::sum(a), 1e-5, 1e-5));
+    // Over another axis the result stays sharded, then is gathered as an output.
+    CHECK(rlx::allclose(rlx::sum(sa, {0}), rlx::sum(a, {0}), 1e-6, 1e-6));
+    // A contraction over the sharded axis: partial sums, one all_reduce.
+    CHECK(rlx::allclose(rlx::matmul(sa, rlx::dist::shard(b, 0)), rlx::matmul(a, b), 1e-5, 1e-6));
+    // Rows of a sharded left operand: the product's rows, gathered.
+    Tensor c = rlx::randn({4 * P(), 3}, 63);
+    CHECK(rlx::allclose(rlx::matmul(rlx::dist::shard(c, 0), rlx::randn({3, 2}, 64)),
+                        rlx::matmul(c, rlx::randn({3, 2}, 64)), 1e-5, 1e-6));
+    // A whole operand spanning the sharded axis is cut to this rank's block.
+    Tensor row = rlx::randn({4 * P()}, 65);
+    CHECK(rlx::allclose(sa * row + 1.0f, a * row + 1.0f, 1e-6, 1e-6));
+    // A contraction over the sharded axis of one operand: the other's rows are cut, partial sums.
+    CHECK(rlx::allclose(rlx::matmul(sa, b), rlx::matmul(a, b), 1e-5, 1e-6));
+    // An op the pass does not follow (softmax along the sharded axis) reads the gathered value.
+    CHECK(rlx::allclose(rlx::softmax(sa, 1), rlx::softmax(a, 1), 1e-6, 1e-6));
+  });
+}
+
+TEST_CASE("dist: shard() of an axis that does not split into equal blocks, or out of range, is "
+          "an rlx::Error naming dist::shard and the user's line") {
+  try {
+    (void)rlx::dist::shard(rlx::zeros({3, 4}), 2);
+    CHECK_MESSAGE(false, "shard accepted axis 2 of a rank-2 tensor");
+  } catch (const rlx::Error& e) {
+    CHECK(std::string(e.what()).find("dist::shard: axis 2") != std::string::npos);
+    CHECK(std::string(e.what()).find("test_dist.cpp") != std::string::npos);
+  }
+  if (P() == 1) return; // one block always splits
+  try {
+    (void)rlx::dist::shard(rlx::zeros({3, 4 * P() + 1}), 1);
+    CHECK_MESSAGE(false, "shard accepted an axis that does not split");
+  } catch (const rlx::Error& e) {
+    CHECK(e.kind() == rlx::ErrorKind::Shape);
+    CHECK(std::string(e.what()).find("equal blocks") != std::string::npos);
+    CHECK(std::string(e.what()).find("test_dist.cpp") != std::string::npos);
+  }
+}
+
 TEST_CASE("dist: wrong ranks and sizes are rlx::Errors naming the function and the job") {
   try {
     rlx::dist::init(P() + 1);
@@ -367,6 +496,12 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--throw-on-rank") {
     if (R() == std::stoi(argv[2])) throw std::runtime_error("this rank failed on purpose");
     (void)rlx::dist::all_reduce(rlx::ones({1})).item<float>();
+    return 0;
+  }
+  // --skip-collective-on-rank R: rank R leaves without the all_reduce the others wait in; their
+  // wait must time out (RLX_DIST_TIMEOUT) and end the job with the message (tests/meson.build).
+  if (argc == 3 && std::string(argv[1]) == "--skip-collective-on-rank") {
+    if (R() != std::stoi(argv[2])) (void)rlx::dist::all_reduce(rlx::ones({1})).item<float>();
     return 0;
   }
   doctest::Context context(argc, argv);

@@ -46,6 +46,16 @@ void finalize();
 /// (MPI_Abort; std::exit without MPI).
 [[noreturn]] void abort(std::string_view message, int code = 1);
 
+/// Counters of this process's collectives, to check that the JIT overlaps them with other work.
+struct Stats {
+  /// Collectives the JIT started with a non-blocking call and finished in a later wait step.
+  int64_t overlapped = 0;
+  /// Plan steps the JIT ran between those starts and their waits (while the data travelled).
+  int64_t steps_overlapped = 0;
+};
+Stats stats();
+void reset_stats();
+
 /// op over every rank's x (same shape and dtype on every rank); the same result on each.
 /// Differentiable: the cotangent of a sum is the all_reduce (sum) of the cotangents.
 Tensor all_reduce(const Tensor& x, CollectiveOp op = CollectiveOp::Sum, Loc loc = Loc::current());
@@ -65,6 +75,15 @@ Tensor reduce(const Tensor& x, int root = 0, Loc loc = Loc::current());
 /// What rank peer sends under tag, when evaluated: a tensor of like's shape and dtype. Recording
 /// a recv after the send whose result it waits for keeps the two in order on the same rank.
 [[nodiscard]] Tensor recv(const Tensor& like, int peer, int tag = 0, Loc loc = Loc::current());
+
+/// Tensor parallelism: this rank's block of x (the same full value on every rank) split along
+/// axis into size() equal blocks, marked as a shard. The compile pipeline's shard_propagate pass
+/// follows the mark through element-wise ops, matmuls and reductions and adds the collectives
+/// that make every graph output the full (replicated) value: a column-split matmul stays
+/// sharded, a contraction over a sharded axis becomes a partial sum completed by an all_reduce,
+/// and a sharded value is all-gathered where a replicated one is needed. So a serial program
+/// with shard() on its weights computes the serial result (docs/distributed.md).
+Tensor shard(const Tensor& x, int64_t axis, Loc loc = Loc::current());
 
 /// Data parallelism: every tensor of `grads` all-reduced with op (Mean: each rank holds the
 /// gradient of its shard's mean loss) as ONE bucket: the leaves are flattened and concatenated

@@ -35,6 +35,27 @@ void recv(void* x, int64_t bytes, int peer, int tag, std::string_view what);
 void send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what);
 void recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what);
 
+/// Non-blocking forms (the JIT's start steps): the collective begins now; its buffers must stay
+/// untouched until wait(key) returns, key being the result's address (x or out). Every rank
+/// must start the same collectives in the same order, as for the blocking ones.
+void start_all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op,
+                      std::string_view what);
+void start_all_gather(const void* in, void* out, int64_t bytes, std::string_view what);
+void start_reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
+                              std::string_view what);
+void start_broadcast(void* x, int64_t bytes, int root, std::string_view what);
+/// Finishes the collective started on key (nothing when none is under way there). Like every
+/// wait of the transport, it polls at most wait_timeout() seconds, then throws rlx::Error
+/// naming `what`, the rank and the wait, and every later call fails at once: the job cannot go
+/// on (the terminate handler ends every rank when nobody catches it).
+void wait(const void* key, std::string_view what);
+
+/// RLX_DIST_TIMEOUT: how many seconds a wait lasts before it fails (default 300; 0: no limit).
+/// rlx::Error for a value that is not a number >= 0.
+double wait_timeout();
+/// A JIT wait step finished a collective its start step began `steps` steps before it.
+void note_overlap(int64_t steps);
+
 /// The job's state: rank 0 of 1 until start() and after stop().
 int rank();
 int size();

@@ -5,7 +5,10 @@
 
 #include "comm.hpp"
 
+#include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -37,6 +40,7 @@ namespace {
 bool built_with_mpi() { return detail::is_mpi(); }
 
 void init(int expected_size, Loc loc) {
+  (void)detail::wait_timeout(); // a bad RLX_DIST_TIMEOUT fails here, not in the first wait
   detail::start();
   std::set_terminate(on_terminate);
   if (expected_size > 0 && expected_size != detail::size())
@@ -59,7 +63,40 @@ void abort(std::string_view message, int code) {
   detail::abort_job(code);
 }
 
+namespace {
+
+std::atomic<int64_t> overlapped{0}, steps_overlapped{0};
+
+} // namespace
+
+Stats stats() { return Stats{overlapped.load(), steps_overlapped.load()}; }
+void reset_stats() {
+  overlapped = 0;
+  steps_overlapped = 0;
+}
+
 namespace detail {
+
+void note_overlap(int64_t steps) {
+  ++overlapped;
+  steps_overlapped += steps;
+}
+
+double wait_timeout() {
+  // Long enough for a rank that compiles a large graph on a loaded machine while the others
+  // already wait in the first collective; short enough that a lost rank ends the job.
+  static const double seconds = [] {
+    const char* env = std::getenv("RLX_DIST_TIMEOUT");
+    if (env == nullptr || *env == '\0') return 300.0;
+    char* end = nullptr;
+    double v = std::strtod(env, &end);
+    if (*end != '\0' || !(v >= 0) || !std::isfinite(v))
+      fail(ErrorKind::Value, "RLX_DIST_TIMEOUT=", env,
+           ": expected the seconds a wait may last, a number >= 0 (0: no limit)");
+    return v;
+  }();
+  return seconds;
+}
 
 namespace {
 

@@ -13,11 +13,15 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace rlx::dist::detail {
 
@@ -28,6 +32,7 @@ struct State {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   bool started = false, we_initialized = false;
+  bool broken = false; ///< a wait timed out: MPI's state is unknown, no call may follow
 };
 State& state() {
   static State s;
@@ -128,7 +133,9 @@ void start() {
 void stop() {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  if (!s.started) return;
+  // After a timed-out wait MPI's state is unknown (MPI_Finalize could wait for the lost rank):
+  // the process ends without it, and mpirun reports the job as failed.
+  if (!s.started || s.broken) return;
   MPI_Comm_free(&s.comm);
   s.started = false;
   s.rank = 0;
@@ -138,68 +145,199 @@ void stop() {
   if (s.we_initialized && !done) MPI_Finalize();
 }
 
-void barrier(std::string_view what) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (s.started) check(MPI_Barrier(s.comm), what);
-}
-
 void abort_job(int code) {
   State& s = state();
   if (s.started) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
 
-void all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op, std::string_view what) {
+namespace {
+
+/// A collective under way: its requests, and the division a mean still needs.
+struct Pending {
+  std::vector<MPI_Request> requests;
+  void* mean_of = nullptr;
+  int64_t count = 0;
+  ir::DType dtype = ir::DType::F32;
+  int ranks = 1;
+};
+
+void no_broken_job(const State& s, std::string_view what) {
+  if (s.broken)
+    fail(ErrorKind::Runtime, what, ": rank ", s.rank, " of ", s.size,
+         ": an earlier wait timed out, so the job cannot go on (end it: rlx::dist::abort)");
+}
+
+/// Polls the requests (MPI_Testall, so the timeout can be checked) until they are done, or
+/// fails after wait_timeout() seconds. The lock is taken per poll: another thread's MPI call
+/// may come between two polls.
+void finish(Pending& p, std::string_view what) {
   State& s = state();
-  MPI_Datatype type = mpi_type(t, what);
-  if (!s.started || s.size == 1) return; // one rank: the value is its own sum, max and mean
-  std::lock_guard lock(s.mutex);
-  auto* p = static_cast<std::byte*>(x);
-  std::size_t elem = ir::size_bytes(t);
-  for (int64_t at = 0; at < count; at += kChunk) {
-    int n = int(std::min(kChunk, count - at));
-    check(MPI_Allreduce(MPI_IN_PLACE, p + std::size_t(at) * elem, n, type, mpi_op(op), s.comm),
-          what);
+  const double limit = wait_timeout();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t polls = 0; !p.requests.empty(); ++polls) {
+    int done = 0;
+    {
+      std::lock_guard lock(s.mutex);
+      check(MPI_Testall(int(p.requests.size()), p.requests.data(), &done, MPI_STATUSES_IGNORE),
+            what);
+    }
+    if (done) break;
+    if (polls % 64 != 63) continue;
+    // Between polls, the other processes of an oversubscribed machine get its cores.
+    std::this_thread::yield();
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (limit > 0 && waited > limit) {
+      s.broken = true;
+      fail(ErrorKind::Runtime, what, ": rank ", s.rank, " of ", s.size, " waited ", limit,
+           " s for the other ranks (RLX_DIST_TIMEOUT) and gives up: a rank skipped this ",
+           "collective, stopped, or waits in another one; the job cannot go on");
+    }
   }
-  if (op == ir::CollectiveOp::Mean) {
-    if (t == ir::DType::F32)
-      divide<float>(x, count, s.size);
+  if (p.mean_of) {
+    if (p.dtype == ir::DType::F32)
+      divide<float>(p.mean_of, p.count, p.ranks);
     else
-      divide<double>(x, count, s.size);
+      divide<double>(p.mean_of, p.count, p.ranks);
   }
 }
 
-void all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
+Pending begin_all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op,
+                         std::string_view what) {
   State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  Pending p;
+  if (!s.started || s.size == 1) return p; // one rank: the value is its own sum, max and mean
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  auto* data = static_cast<std::byte*>(x);
+  std::size_t elem = ir::size_bytes(t);
+  for (int64_t at = 0; at < count; at += kChunk) {
+    int n = int(std::min(kChunk, count - at));
+    check(MPI_Iallreduce(MPI_IN_PLACE, data + std::size_t(at) * elem, n, type, mpi_op(op), s.comm,
+                         &p.requests.emplace_back()),
+          what);
+  }
+  if (op == ir::CollectiveOp::Mean) {
+    p.mean_of = x;
+    p.count = count;
+    p.dtype = t;
+    p.ranks = s.size;
+  }
+  return p;
+}
+
+Pending begin_all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
+  State& s = state();
+  Pending p;
   if (!s.started || s.size == 1) {
     std::memcpy(out, in, std::size_t(bytes));
-    return;
+    return p;
   }
   std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
   int n = small_count(bytes, what);
-  check(MPI_Allgather(in, n, MPI_BYTE, out, n, MPI_BYTE, s.comm), what);
+  check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, s.comm, &p.requests.emplace_back()),
+        what);
+  return p;
+}
+
+Pending begin_reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
+                                 std::string_view what) {
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  Pending p;
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
+    return p;
+  }
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  check(MPI_Ireduce_scatter_block(in, out, small_count(count, what), type, MPI_SUM, s.comm,
+                                  &p.requests.emplace_back()),
+        what);
+  return p;
+}
+
+Pending begin_broadcast(void* x, int64_t bytes, int root, std::string_view what) {
+  State& s = state();
+  Pending p;
+  if (!s.started || s.size == 1) return p;
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  auto* data = static_cast<std::byte*>(x);
+  for (int64_t at = 0; at < bytes; at += kChunk)
+    check(MPI_Ibcast(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, root, s.comm,
+                     &p.requests.emplace_back()),
+          what);
+  return p;
+}
+
+/// Collectives started by the JIT, by the address of their result.
+std::map<const void*, Pending>& under_way() {
+  static std::map<const void*, Pending> m;
+  return m;
+}
+
+void keep(const void* key, Pending p, std::string_view what) {
+  if (p.requests.empty()) return;
+  std::lock_guard lock(state().mutex);
+  if (!under_way().emplace(key, std::move(p)).second)
+    throw InternalError(
+        rlx::detail::cat(what, ": a collective is already under way on its result"));
+}
+
+} // namespace
+
+void all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op, std::string_view what) {
+  Pending p = begin_all_reduce(x, count, t, op, what);
+  finish(p, what);
+}
+
+void all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
+  Pending p = begin_all_gather(in, out, bytes, what);
+  finish(p, what);
 }
 
 void reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
                         std::string_view what) {
-  State& s = state();
-  MPI_Datatype type = mpi_type(t, what);
-  if (!s.started || s.size == 1) {
-    std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
-    return;
-  }
-  std::lock_guard lock(s.mutex);
-  check(MPI_Reduce_scatter_block(in, out, small_count(count, what), type, MPI_SUM, s.comm), what);
+  Pending p = begin_reduce_scatter_sum(in, out, count, t, what);
+  finish(p, what);
 }
 
 void broadcast(void* x, int64_t bytes, int root, std::string_view what) {
-  State& s = state();
-  if (!s.started || s.size == 1) return;
-  std::lock_guard lock(s.mutex);
-  auto* p = static_cast<std::byte*>(x);
-  for (int64_t at = 0; at < bytes; at += kChunk)
-    check(MPI_Bcast(p + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, root, s.comm), what);
+  Pending p = begin_broadcast(x, bytes, root, what);
+  finish(p, what);
+}
+
+void start_all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op,
+                      std::string_view what) {
+  keep(x, begin_all_reduce(x, count, t, op, what), what);
+}
+
+void start_all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
+  keep(out, begin_all_gather(in, out, bytes, what), what);
+}
+
+void start_reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
+                              std::string_view what) {
+  keep(out, begin_reduce_scatter_sum(in, out, count, t, what), what);
+}
+
+void start_broadcast(void* x, int64_t bytes, int root, std::string_view what) {
+  keep(x, begin_broadcast(x, bytes, root, what), what);
+}
+
+void wait(const void* key, std::string_view what) {
+  Pending p;
+  {
+    std::lock_guard lock(state().mutex);
+    auto it = under_way().find(key);
+    if (it == under_way().end()) return;
+    p = std::move(it->second);
+    under_way().erase(it);
+  }
+  finish(p, what);
 }
 
 void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
@@ -211,35 +349,65 @@ void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
     std::memcpy(out, in, std::size_t(count) * elem);
     return;
   }
-  std::lock_guard lock(s.mutex);
-  auto* o = static_cast<std::byte*>(out);
-  const auto* i = static_cast<const std::byte*>(in);
-  for (int64_t at = 0; at < count; at += kChunk) {
-    int n = int(std::min(kChunk, count - at));
-    std::size_t off = std::size_t(at) * elem;
-    check(MPI_Reduce(i + off, s.rank == root ? o + off : nullptr, n, type, MPI_SUM, root, s.comm),
-          what);
+  Pending p;
+  {
+    std::lock_guard lock(s.mutex);
+    no_broken_job(s, what);
+    auto* o = static_cast<std::byte*>(out);
+    const auto* i = static_cast<const std::byte*>(in);
+    for (int64_t at = 0; at < count; at += kChunk) {
+      int n = int(std::min(kChunk, count - at));
+      std::size_t off = std::size_t(at) * elem;
+      check(MPI_Ireduce(i + off, s.rank == root ? o + off : nullptr, n, type, MPI_SUM, root, s.comm,
+                        &p.requests.emplace_back()),
+            what);
+    }
   }
+  finish(p, what);
 }
 
 void send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
   State& s = state();
   if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to send to");
-  std::lock_guard lock(s.mutex);
-  const auto* p = static_cast<const std::byte*>(x);
-  for (int64_t at = 0; at < bytes; at += kChunk)
-    check(MPI_Send(p + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm), what);
+  Pending p;
+  {
+    std::lock_guard lock(s.mutex);
+    no_broken_job(s, what);
+    const auto* data = static_cast<const std::byte*>(x);
+    for (int64_t at = 0; at < bytes; at += kChunk)
+      check(MPI_Isend(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
+                      &p.requests.emplace_back()),
+            what);
+  }
+  finish(p, what);
 }
 
 void recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
   State& s = state();
   if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to receive");
-  std::lock_guard lock(s.mutex);
-  auto* p = static_cast<std::byte*>(x);
-  for (int64_t at = 0; at < bytes; at += kChunk)
-    check(MPI_Recv(p + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
-                   MPI_STATUS_IGNORE),
-          what);
+  Pending p;
+  {
+    std::lock_guard lock(s.mutex);
+    no_broken_job(s, what);
+    auto* data = static_cast<std::byte*>(x);
+    for (int64_t at = 0; at < bytes; at += kChunk)
+      check(MPI_Irecv(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
+                      &p.requests.emplace_back()),
+            what);
+  }
+  finish(p, what);
+}
+
+void barrier(std::string_view what) {
+  State& s = state();
+  if (!s.started) return;
+  Pending p;
+  {
+    std::lock_guard lock(s.mutex);
+    no_broken_job(s, what);
+    check(MPI_Ibarrier(s.comm, &p.requests.emplace_back()), what);
+  }
+  finish(p, what);
 }
 
 } // namespace rlx::dist::detail

@@ -27,6 +27,16 @@ void broadcast(void*, int64_t, int, std::string_view) {}
 void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int, std::string_view) {
   std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
 }
+void start_all_reduce(void*, int64_t, ir::DType, ir::CollectiveOp, std::string_view) {}
+void start_all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
+  all_gather(in, out, bytes, what);
+}
+void start_reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
+                              std::string_view what) {
+  reduce_scatter_sum(in, out, count, t, what);
+}
+void start_broadcast(void*, int64_t, int, std::string_view) {}
+void wait(const void*, std::string_view) {}
 void send_to(const void*, int64_t, int, int, std::string_view what) {
   fail(ErrorKind::Unsupported, what, ": this rlx is built without MPI; there is no other rank");
 }

@@ -2,9 +2,14 @@
 // through rlx::apply, so it is lazy, traced by rlx::jit and differentiated by rlx::grad like any
 // other op (send and recv too: they communicate when their results are evaluated).
 #include "rlx/apply.hpp"
+#include "rlx/custom_op.hpp"
 #include "rlx/dist.hpp"
 
+#include "dist/shard.hpp"
+
+#include <cstring>
 #include <map>
+#include <mutex>
 
 namespace rlx::dist {
 
@@ -59,6 +64,82 @@ Tensor recv(const Tensor& like, int peer, int tag, Loc loc) {
       {like},
       [&](ir::Graph& g, std::span<const ir::NodeId> in) { return g.recv(in[0], peer, tag, loc); },
       loc);
+}
+
+namespace {
+
+/// [outer, full, inner] -> [outer, len, inner] where full = ranks * len: this rank's block.
+struct Blocks {
+  int64_t outer = 1, full = 1, inner = 1;
+};
+Blocks blocks_of(const ir::Shape& s, int64_t axis) {
+  Blocks b;
+  std::vector<int64_t> d = s.sizes();
+  for (int64_t i = 0; i < axis; ++i) b.outer *= d[std::size_t(i)];
+  b.full = d[std::size_t(axis)];
+  for (std::size_t i = std::size_t(axis) + 1; i < d.size(); ++i) b.inner *= d[i];
+  b.inner *= int64_t(ir::size_bytes(s.dtype()));
+  return b;
+}
+
+/// The annotation's op. As recorded (block 0) its value is its operand, so the program keeps
+/// the serial shapes; the pass turns it into its block form (block 1), whose kernel reads the
+/// job's rank (every rank has the same graph). No derivative hooks: gradients through shard()
+/// are not supported yet (docs/distributed.md).
+void register_shard_op() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    CustomOp op;
+    op.num_inputs = 1;
+    op.pure = false;
+    op.infer_shape = [](std::span<const ir::Shape> in, AttrBytes bytes) {
+      auto s = attr_from_bytes<detail::ShardSpec>(bytes, detail::kShardOp);
+      const ir::Shape& x = in[0];
+      if (!x.is_static() || s.axis < 0 || s.axis >= int64_t(x.rank()) || s.ranks < 1 ||
+          x.sizes()[std::size_t(s.axis)] % s.ranks != 0)
+        fail(ErrorKind::Shape, "axis ", s.axis, " of ", ir::short_str(x), " does not split into ",
+             s.ranks, " equal blocks");
+      if (!s.block) return x;
+      std::vector<ir::Dim> d = x.dims();
+      d[std::size_t(s.axis)] = ir::Dim(x.sizes()[std::size_t(s.axis)] / s.ranks);
+      return ir::Shape(std::move(d), x.dtype());
+    };
+    op.kernel = [](std::span<const Buffer* const> in, Buffer& out, AttrBytes bytes) {
+      auto s = attr_from_bytes<detail::ShardSpec>(bytes, detail::kShardOp);
+      const std::byte* from = in[0]->bytes().data();
+      std::byte* to = out.bytes().data();
+      if (!s.block) {
+        std::memcpy(to, from, out.bytes().size());
+        return;
+      }
+      if (s.ranks != size())
+        fail(ErrorKind::Runtime, detail::kShardOp, ": split for ", s.ranks,
+             " ranks, but the job has ", size());
+      Blocks b = blocks_of(in[0]->shape(), s.axis);
+      int64_t len = b.full / s.ranks, r = rank();
+      for (int64_t o = 0; o < b.outer; ++o)
+        std::memcpy(to + o * len * b.inner, from + (o * b.full + r * len) * b.inner,
+                    std::size_t(len * b.inner));
+    };
+    register_op(std::string(detail::kShardOp), std::move(op));
+  });
+}
+
+} // namespace
+
+Tensor shard(const Tensor& x, int64_t axis, Loc loc) {
+  Dims d = x.sizes(loc);
+  auto r = int64_t(d.size());
+  if (axis < -r || axis >= r)
+    fail(ErrorKind::Value, "dist::shard: axis ", axis, " is out of range for a tensor of rank ", r,
+         rlx::detail::at_loc(loc));
+  if (axis < 0) axis += r;
+  if (d[std::size_t(axis)] % size() != 0)
+    fail(ErrorKind::Shape, "dist::shard: axis ", axis, " (size ", d[std::size_t(axis)],
+         ") does not split into ", size(), " equal blocks, one per rank", rlx::detail::at_loc(loc));
+  register_shard_op();
+  return custom(std::string(detail::kShardOp), {x},
+                detail::shard_bytes(detail::ShardSpec{axis, size(), 0}), loc);
 }
 
 std::vector<Tensor> all_reduce_bucket(const std::vector<Tensor>& grads, CollectiveOp op, Loc loc) {

@@ -61,7 +61,8 @@ RLX_KERNEL(AllGather) {
   Buffer out = Buffer::uninitialized(n.shape);
   if (out.numel() == 0) return out;
   const Buffer& x = *in[0];
-  AxisSplit s = split_at(x.shape(), n.op.attrs<ir::GatherRanksAttrs>().axis);
+  AxisSplit s =
+      split_at(x.shape(), norm_axis(n.op.attrs<ir::GatherRanksAttrs>().axis, x.shape().rank()));
   int64_t block = s.len * s.inner * int64_t(ir::size_bytes(x.dtype()));
   if (s.outer == 1) {
     rlx::dist::detail::all_gather(data(x), data(out), int64_t(x.bytes().size()), n.op.name());
@@ -78,7 +79,8 @@ RLX_KERNEL(ReduceScatter) {
   Buffer out = Buffer::uninitialized(n.shape);
   if (out.numel() == 0) return out;
   const Buffer& x = *in[0];
-  AxisSplit s = split_at(n.shape, n.op.attrs<ir::GatherRanksAttrs>().axis);
+  AxisSplit s =
+      split_at(n.shape, norm_axis(n.op.attrs<ir::GatherRanksAttrs>().axis, n.shape.rank()));
   int64_t block = s.len * s.inner * int64_t(ir::size_bytes(x.dtype()));
   if (s.outer == 1) {
     rlx::dist::detail::reduce_scatter_sum(data(x), data(out), out.numel(), x.dtype(), n.op.name());

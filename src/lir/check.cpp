@@ -74,6 +74,21 @@ private:
           error(id, " is written by steps ", written_at_[id.index], " and ", s);
         written_at_[id.index] = s;
       }
+      if (lir_.policy && step.rule == lir_.policy->wait) { // finishes what a start step wrote
+        if (written_at_[step.node.index] == kNever ||
+            lir_.steps[written_at_[step.node.index]].rule != lir_.policy->start)
+          error("step ", s, " waits for ", step.node, ", which no earlier start step began");
+        else if (!waited_.insert(step.node.index).second)
+          error("step ", s, " waits for ", step.node, " a second time");
+        continue;
+      }
+      if (lir_.policy && step.rule == lir_.policy->start) started_.push_back(step.node);
+      // A value under way is read only after its wait.
+      for (NodeId in : step.reads)
+        if (std::find(started_.begin(), started_.end(), in) != started_.end() &&
+            !waited_.count(in.index))
+          error("step ", s, " (", step.rule->name(), " ", text(step.node), ") reads ", in,
+                " before the step waiting for it");
       if (step.writes.empty()) { // a view: its bytes are its root's
         if (m_.places[step.node.index].home != Home::View)
           error("step ", s, " writes nothing but ", step.node, " is not a view");
@@ -229,6 +244,8 @@ private:
   const Memory& m_;
   std::size_t n_;
   std::vector<uint32_t> written_at_;
+  std::vector<NodeId> started_; ///< nodes of start steps, in order
+  std::set<uint32_t> waited_;   ///< nodes whose wait step has run
   std::vector<Lifetime> lives_;
   std::vector<std::string> errors_;
 };

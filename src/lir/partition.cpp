@@ -70,6 +70,7 @@ public:
     collect_kernel_operands();
     fuse_row_prologues();
     fill_step_operands();
+    split_async();
     return std::move(out_);
   }
 
@@ -87,6 +88,7 @@ private:
   /// The rule other than fusion and views that takes n (row, native, else the interpreter).
   const StepRule* rule_of(const Node& n) const {
     if (p_.row && p_.row->takes(g_, n)) return p_.row;
+    if (p_.start && p_.wait && p_.start->takes(g_, n)) return p_.start;
     for (const StepRule* r : p_.native)
       if (r->takes(g_, n)) return r;
     return p_.runtime;
@@ -301,6 +303,61 @@ private:
       step.reads = k.buffers;
       step.reads.insert(step.reads.end(), n.inputs.begin() + 1, n.inputs.end());
     }
+  }
+
+  /// Start steps move up to just after the steps that make their operands, but never above an
+  /// earlier step of the Collective family (every rank must issue collectives in the same
+  /// order, and every rank plans the same graph the same way); each then gets a wait step just
+  /// before the first step that reads its value (at the end when only the caller does). The
+  /// steps between run while the collective is under way.
+  void split_async() {
+    if (!p_.start || !p_.wait) return;
+    std::vector<LirStep>& steps = out_.steps;
+    auto starts = [&](const LirStep& s) { return s.rule == p_.start; };
+    if (std::none_of(steps.begin(), steps.end(), starts)) return;
+    auto collective = [&](const LirStep& s) {
+      return op_family(g_.node(s.node).op.kind()) == Family::Collective;
+    };
+    auto makes = [](const LirStep& s, NodeId id) {
+      if (s.writes.empty()) return s.node == id; // a view
+      return std::find(s.writes.begin(), s.writes.end(), id) != s.writes.end();
+    };
+    std::vector<LirStep> order;
+    order.reserve(steps.size());
+    for (LirStep& step : steps) {
+      std::size_t at = order.size();
+      if (starts(step)) {
+        at = 0;
+        for (std::size_t i = order.size(); i-- > 0;) {
+          const LirStep& o = order[i];
+          if (collective(o) || std::any_of(step.reads.begin(), step.reads.end(),
+                                           [&](NodeId r) { return makes(o, r); })) {
+            at = i + 1;
+            break;
+          }
+        }
+      }
+      order.insert(order.begin() + std::ptrdiff_t(at), std::move(step));
+    }
+    steps.clear();
+    std::vector<LirStep> open; // the wait steps of collectives under way, in start order
+    for (LirStep& step : order) {
+      for (auto w = open.begin(); w != open.end();) {
+        if (std::find(step.reads.begin(), step.reads.end(), w->node) == step.reads.end()) {
+          ++w;
+          continue;
+        }
+        steps.push_back(std::move(*w));
+        w = open.erase(w);
+      }
+      if (starts(step)) {
+        LirStep wait{p_.wait, step.node, {}, step.reads, {}, kNoKernel};
+        wait.reads.push_back(step.node);
+        open.push_back(std::move(wait));
+      }
+      steps.push_back(std::move(step));
+    }
+    for (LirStep& w : open) steps.push_back(std::move(w));
   }
 
   const Graph& g_;

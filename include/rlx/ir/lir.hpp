@@ -62,6 +62,13 @@ struct StepPolicy {
   std::vector<const StepRule*> native;
   const StepRule* view = nullptr;    ///< a node that is bytes of its operand (must be set)
   const StepRule* runtime = nullptr; ///< one node on the interpreter's kernel (must be set)
+  /// Work in two steps (a non-blocking collective): a step of `start` begins its node's work as
+  /// soon as the steps making its operands have run (never before an earlier step of the
+  /// Collective family, so every rank issues them in the graph's order), and a step of `wait`
+  /// (same node, writing nothing, reading the start's reads and its value) finishes it just
+  /// before the first step that reads the value. Asked after the row rule, before `native`.
+  const StepRule* start = nullptr;
+  const StepRule* wait = nullptr;
   /// Kernels stop growing at this many nodes (LLVM's optimizer is superlinear in the size of
   /// one loop body, and longer chains gain nothing from more fusion).
   std::size_t max_kernel_nodes = 96;
