@@ -5,6 +5,7 @@
 // stft/istft round trips, and errors.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/rlx.hpp>
 
@@ -37,22 +38,7 @@ const char* norm_name(Norm n) {
 /// FFT's rounding error is relative to the norm of its row, not to each bin.
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what,
                   double tol = 2e-5) {
-  INFO(what << ": got " << rlx::ir::short_str(got.shape()) << ", want "
-            << rlx::ir::short_str(want.shape()));
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  std::vector<std::complex<double>> g, w;
-  if (want.dtype() == DType::C64) {
-    for (auto z : got.to_vector<std::complex<float>>()) g.emplace_back(z);
-    for (auto z : want.to_vector<std::complex<float>>()) w.emplace_back(z);
-  } else {
-    for (double v : got.to_vector<double>()) g.emplace_back(v);
-    for (double v : want.to_vector<double>()) w.emplace_back(v);
-  }
-  double scale = 1e-3, worst = 0;
-  for (const auto& z : w) scale = std::max(scale, std::abs(z));
-  for (std::size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
-  CHECK_MESSAGE(worst <= tol * scale, what << ": max error " << worst << " > " << tol * scale);
+  rlx::test::check_close_scaled(got, want, tol, 1e-3, what);
 }
 
 const std::vector<int> kLengths = {1, 2, 3, 5, 8, 12, 17, 100, 243};

@@ -1,5 +1,6 @@
 // tests/test_fixtures.cpp -- runs every op fixture in tests/fixtures/ops and ops_* (numpy/torch
 // references).
+#include "support/compare.hpp"
 #include "support/fixture_dirs.hpp"
 
 #include <rlx/all.hpp>
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,23 +19,14 @@
 
 using namespace rlx;
 using rlx::Buffer;
+using rlx::test::mismatch_report;
+using rlx::test::read_text;
+using rlx::test::Tolerance;
 namespace fs = std::filesystem;
 
 namespace {
 
 std::vector<fs::path> case_dirs() { return rlx::test::op_fixture_case_dirs(); }
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, "cannot read ", p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Tolerance {
-  double rtol = 0, atol = 0;
-};
 
 Tolerance read_tolerance(const fs::path& p) {
   std::istringstream in(read_text(p));
@@ -43,62 +34,6 @@ Tolerance read_tolerance(const fs::path& p) {
   if (!(in >> t.rtol >> t.atol) || t.rtol < 0 || t.atol < 0)
     fail(ErrorKind::Parse, p.string(), ": expected \"rtol atol\"");
   return t;
-}
-
-/// |a - b| <= atol + rtol * |b|; NaN matches NaN, an infinity matches the same infinity.
-bool close(double a, double b, Tolerance t) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (std::isinf(a) || std::isinf(b)) return a == b;
-  return std::fabs(a - b) <= t.atol + t.rtol * std::fabs(b);
-}
-
-std::string index_str(const ir::Shape& s, int64_t flat) {
-  std::vector<int64_t> sizes = s.sizes(), idx(sizes.size(), 0);
-  for (std::size_t i = sizes.size(); i-- > 0;) {
-    idx[i] = sizes[i] ? flat % sizes[i] : 0;
-    flat = sizes[i] ? flat / sizes[i] : 0;
-  }
-  std::ostringstream os;
-  os << "[";
-  for (std::size_t i = 0; i < idx.size(); ++i) os << (i ? ", " : "") << idx[i];
-  os << "]";
-  return os.str();
-}
-
-/// Empty when `got` matches `want`; otherwise what differs (first mismatching element).
-std::string compare(const Buffer& got, const Buffer& want, Tolerance tol) {
-  std::ostringstream os;
-  if (got.shape() != want.shape()) {
-    os << "shape " << ir::short_str(got.shape()) << ", expected " << ir::short_str(want.shape());
-    return os.str();
-  }
-  ir::DType t = want.dtype();
-  int64_t bad = -1, count = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    bool ok;
-    if (ir::is_int(t) || ir::is_bool(t)) {
-      ok = got.get_i64(i) == want.get_i64(i); // integers and booleans: exact
-    } else if (ir::is_complex(t)) {
-      auto a = got.get_c64(i), b = want.get_c64(i);
-      ok = close(a.real(), b.real(), tol) && close(a.imag(), b.imag(), tol);
-    } else {
-      ok = close(got.get_f64(i), want.get_f64(i), tol);
-    }
-    if (!ok && bad < 0) bad = i;
-    count += !ok;
-  }
-  if (bad < 0) return "";
-  os.precision(17);
-  os << count << " of " << want.numel() << " elements differ; first at index "
-     << index_str(want.shape(), bad) << " (flat " << bad << "): got ";
-  if (ir::is_int(t) || ir::is_bool(t))
-    os << got.get_i64(bad) << ", expected " << want.get_i64(bad);
-  else if (ir::is_complex(t))
-    os << got.get_c64(bad) << ", expected " << want.get_c64(bad);
-  else
-    os << got.get_f64(bad) << ", expected " << want.get_f64(bad);
-  os << " (rtol " << tol.rtol << ", atol " << tol.atol << ")";
-  return os.str();
 }
 
 /// Runs one case; returns "" on success or why it failed.
@@ -118,7 +53,7 @@ std::string run_case(const fs::path& dir) {
   std::ostringstream problems;
   for (std::size_t i = 0; i < outs.size(); ++i) {
     fs::path want_path = dir / ("expected_" + std::to_string(i) + ".npy");
-    std::string diff = compare(outs[i], io::load_npy(want_path.string()), tol);
+    std::string diff = mismatch_report(io::load_npy(want_path.string()), outs[i], tol);
     if (!diff.empty()) problems << "output " << i << ": " << diff << "; ";
   }
   if (fs::exists(dir / ("expected_" + std::to_string(outs.size()) + ".npy")))

@@ -1,5 +1,6 @@
 // tests/test_graph.cpp -- RLX's Graph API: construction, queries, builders and their errors.
 #include "support/check_error.hpp"
+#include "support/example_graphs.hpp"
 
 #include <rlx/all.hpp>
 
@@ -8,21 +9,8 @@
 using namespace rlx;
 using namespace rlx::ir;
 
-namespace {
-Graph seed_graph() {
-  Graph g("bert_layer");
-  auto x = g.input("hidden", Shape({4, 15, 384}, DType::F32));
-  auto w = g.param("qkv_weight", Shape({384, 1152}, DType::F32));
-  auto b = g.param("qkv_bias", Shape({1152}, DType::F32));
-  auto mm = g.matmul(x, w, Shape({4, 15, 1152}, DType::F32));
-  auto qkv = g.binary(BinaryOp::Add, mm, b, Shape({4, 15, 1152}, DType::F32));
-  g.set_outputs({qkv});
-  return g;
-}
-} // namespace
-
 TEST_CASE("graph: RLX's example builds five nodes and prints them") {
-  Graph g = seed_graph();
+  Graph g = rlx::test::bert_qkv_graph();
   CHECK(g.len() == 5);
   CHECK_FALSE(g.is_empty());
   std::ostringstream os;
@@ -38,7 +26,7 @@ TEST_CASE("graph: RLX's example builds five nodes and prints them") {
 }
 
 TEST_CASE("graph: queries find users, names and orders") {
-  Graph g = seed_graph();
+  Graph g = rlx::test::bert_qkv_graph();
   CHECK(g.users(NodeId(0)) == std::vector{NodeId(3)});
   CHECK(g.use_count(NodeId(3)) == 1);
   CHECK(g.use_count(NodeId(4)) == 0);
@@ -64,7 +52,7 @@ TEST_CASE("graph: a multiply-used node counts every use") {
 }
 
 TEST_CASE("graph: copies are deep and compare equal until changed") {
-  Graph g = seed_graph();
+  Graph g = rlx::test::bert_qkv_graph();
   Graph h = g;
   CHECK(h == g);
   h.node_mut(NodeId(0)).shape = Shape({2, 15, 384}, DType::F32);
@@ -87,17 +75,18 @@ TEST_CASE("graph: dynamic dims are reported") {
   g.activation(Activation::Relu, x, g.shape(x));
   CHECK(g.has_dynamic_dims());
   CHECK(g.dynamic_symbols() == std::vector<uint32_t>{sym::kBatch, sym::kSeq});
-  CHECK_FALSE(seed_graph().has_dynamic_dims());
-  CHECK(seed_graph().dynamic_symbols().empty());
+  CHECK_FALSE(rlx::test::bert_qkv_graph().has_dynamic_dims());
+  CHECK(rlx::test::bert_qkv_graph().dynamic_symbols().empty());
 }
 
 TEST_CASE("graph: inspect annotates counts, users and outputs") {
-  std::string s = seed_graph().inspect();
+  std::string s = rlx::test::bert_qkv_graph().inspect();
   INFO(s);
   CHECK(s.find("graph @bert_layer (5 nodes, 1 outputs") != std::string::npos);
   CHECK(s.find("param=2") != std::string::npos);
   CHECK(s.find("%4 = add(%3, %2) : [4, 15, 1152] f32   // output") != std::string::npos);
-  CHECK(s.find("test_graph.cpp:") != std::string::npos); // provenance of each node
+  // Provenance: the line that built each node, in the file that builds the example graph.
+  CHECK(s.find("example_graphs.hpp:") != std::string::npos);
 }
 
 TEST_CASE("builders: matmul names both shapes and the caller's line when K differs") {

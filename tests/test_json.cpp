@@ -1,5 +1,6 @@
 // tests/test_json.cpp -- the JSON form of a graph: round trips, layout, and malformed input.
 #include "support/all_ops.hpp"
+#include "support/example_graphs.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,17 +15,6 @@ using namespace rlx::ir;
 using rlx::ErrorKind;
 
 namespace {
-
-Graph bert_layer() {
-  Graph g("bert_layer");
-  auto x = g.input("hidden", Shape({4, 15, 384}, DType::F32));
-  auto w = g.param("qkv_weight", Shape({384, 1152}, DType::F32));
-  auto b = g.param("qkv_bias", Shape({1152}, DType::F32));
-  auto mm = g.matmul(x, w, Shape({4, 15, 1152}, DType::F32));
-  auto qkv = g.binary(BinaryOp::Add, mm, b, Shape({4, 15, 1152}, DType::F32));
-  g.set_outputs({qkv});
-  return g;
-}
 
 const char* const kBertPretty = R"({
   "name": "bert_layer",
@@ -130,7 +120,7 @@ TEST_CASE("json: to_json is a fixed point after one round") {
 }
 
 TEST_CASE("json: compact output has no whitespace outside strings") {
-  std::string text = to_json(bert_layer(), false);
+  std::string text = to_json(rlx::test::bert_qkv_graph(), false);
   CHECK(text.find(' ') == std::string::npos);
   CHECK(text.find('\n') == std::string::npos);
   CHECK(text.rfind(R"({"name":"bert_layer","nodes":[{"id":0,"op":{"input":{"name":"hidden"}},)"
@@ -140,7 +130,7 @@ TEST_CASE("json: compact output has no whitespace outside strings") {
 }
 
 TEST_CASE("json: the bert_layer graph has the documented layout and parses back") {
-  Graph g = bert_layer();
+  Graph g = rlx::test::bert_qkv_graph();
   CHECK(to_json(g, true) == kBertPretty);
   Graph back = from_json(kBertPretty);
   CHECK(back == g);
@@ -276,7 +266,7 @@ TEST_CASE("json: malformed documents are rejected with a parse error naming the 
   REQUIRE_NOTHROW(from_json(good));
 
   SUBCASE("syntax") {
-    std::string full = to_json(bert_layer(), false);
+    std::string full = to_json(rlx::test::bert_qkv_graph(), false);
     expect_parse_error(full.substr(0, full.find("\"shape\"")), "got end of input");
     expect_parse_error(full.substr(0, full.size() - 1), "unterminated object");
     expect_parse_error("", "json:1:1: empty input");

@@ -7,6 +7,7 @@
 // batched_dense_solve and vmap of dense_solve.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/autodiff.hpp>
 #include <rlx/ir/graph.hpp>
@@ -37,15 +38,7 @@ double tol_of(const std::string& tag) { return tag == "f32" ? 2e-4 : 1e-10; }
 
 /// got has want's sizes and dtype and every element is within tol * max(max |want|, 1).
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double tol) {
-  INFO(what << ": got " << rlx::ir::short_str(got.shape()) << ", want "
-            << rlx::ir::short_str(want.shape()));
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  double scale = 1, worst = 0;
-  for (double v : w) scale = std::max(scale, std::abs(v));
-  for (std::size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
-  CHECK_MESSAGE(worst <= tol * scale, what << ": max error " << worst << " > " << tol * scale);
+  rlx::test::check_close_scaled(got, want, tol, 1, what);
 }
 
 Tensor mT(const Tensor& x) { return rlx::transpose(x, x.ndim() - 2, x.ndim() - 1); }

@@ -3,6 +3,7 @@
 // and d sum(loss) / d input by rlx::grad, on the interpreter and on the JIT.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/nn.hpp>
 #include <rlx/rlx.hpp>
@@ -119,14 +120,7 @@ const std::vector<Case>& cases() {
 /// got has want's sizes and dtype and each element is within 1e-5 relative (1e-6 absolute): the
 /// references are float64 values rounded once to f32.
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  auto g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": got " << g[i] << ", want " << w[i]);
-    CHECK(std::abs(g[i] - w[i]) <= 1e-6 + 1e-5 * std::abs(w[i]));
-  }
+  rlx::test::check_close(got, want, {1e-5, 1e-6}, what);
 }
 
 TEST_CASE("every loss and its input gradient equal torch.nn.functional's on both backends") {

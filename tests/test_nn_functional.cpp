@@ -5,6 +5,7 @@
 // sum(output * gy) in every differentiable input, in f64. Then one test per kind of misuse.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/nn.hpp>
 #include <rlx/rlx.hpp>
@@ -53,19 +54,7 @@ double real_of(const Tensor& t) { return t.to_vector<double>().at(0); }
 
 /// got has want's sizes and dtype; integers equal exactly, floats within 1e-9 (1 + |want|).
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  INFO(what << ": got " << rlx::ir::short_str(got.shape()) << ", want "
-            << rlx::ir::short_str(want.shape()));
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  bool exact = !rlx::ir::is_float(want.dtype());
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    INFO(what << "[" << i << "]: got " << g[i] << ", want " << w[i]);
-    if (exact)
-      CHECK(g[i] == w[i]);
-    else
-      CHECK(std::abs(g[i] - w[i]) <= 1e-9 * (1 + std::abs(w[i])));
-  }
+  rlx::test::check_close(got, want, {1e-9, 1e-9}, what);
 }
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
@@ -102,6 +91,48 @@ std::vector<std::string> present(const Fixture& fx, std::initializer_list<const 
   for (const char* n : names)
     if (has(fx, n)) out.push_back(n);
   return out;
+}
+
+/// A norm taking x and, when the case has them, weight and bias.
+using AffineNorm =
+    std::function<Tensor(const Tensor&, std::optional<Tensor>, std::optional<Tensor>)>;
+
+/// The `count` cases named prefix*: the norm norm_of(case) gives (with the case's options), its
+/// output and its gradients in x, w, b.
+void check_affine_norm_cases(const std::string& prefix, std::size_t count,
+                             const std::function<AffineNorm(const Fixture&)>& norm_of) {
+  auto names = cases(prefix);
+  CHECK(names.size() == count);
+  for (const auto& name : names) {
+    CAPTURE(name);
+    Fixture fx(kSet, name);
+    AffineNorm norm = norm_of(fx);
+    bool affine = has(fx, "w");
+    on_both_backends([&] {
+      check_case(fx, present(fx, {"x", "w", "b"}), [&](const std::vector<Tensor>& in) {
+        return affine ? norm(in[0], in[1], in[2]) : norm(in[0], std::nullopt, std::nullopt);
+      });
+    });
+  }
+}
+
+/// A norm's output and its gradients in x, w, b (check_case), then, when the case has running
+/// statistics, their updated values.
+void check_norm_case(const Fixture& fx, bool running,
+                     const std::function<nn::NormResult(const std::vector<Tensor>&)>& run) {
+  on_both_backends([&] {
+    check_case(fx, present(fx, {"x", "w", "b"}),
+               [&](const std::vector<Tensor>& in) { return run(in).y; });
+    std::vector<Tensor> in;
+    for (const auto& n : present(fx, {"x", "w", "b"})) in.push_back(fx(n));
+    nn::NormResult r = run(in);
+    REQUIRE(r.running_mean.has_value() == running);
+    REQUIRE(r.running_var.has_value() == running);
+    if (running) {
+      expect_close(*r.running_mean, fx("want_rm"), "running_mean");
+      expect_close(*r.running_var, fx("want_rv"), "running_var");
+    }
+  });
 }
 
 } // namespace
@@ -280,19 +311,7 @@ TEST_CASE("batch_norm matches torch in training (batch statistics, running avera
       return nn::batch_norm(in[0], running ? std::optional<Tensor>(fx("rm")) : std::nullopt,
                             running ? std::optional<Tensor>(fx("rv")) : std::nullopt, opts(in));
     };
-    on_both_backends([&] {
-      check_case(fx, present(fx, {"x", "w", "b"}),
-                 [&](const std::vector<Tensor>& in) { return run(in).y; });
-      std::vector<Tensor> in;
-      for (const auto& n : present(fx, {"x", "w", "b"})) in.push_back(fx(n));
-      nn::NormResult r = run(in);
-      REQUIRE(r.running_mean.has_value() == running);
-      REQUIRE(r.running_var.has_value() == running);
-      if (running) {
-        expect_close(*r.running_mean, fx("want_rm"), "running_mean");
-        expect_close(*r.running_var, fx("want_rv"), "running_var");
-      }
-    });
+    check_norm_case(fx, running, run);
   }
 }
 
@@ -318,53 +337,26 @@ TEST_CASE("instance_norm matches torch with and without affine, running averages
       }
       return nn::instance_norm(in[0], o);
     };
-    on_both_backends([&] {
-      check_case(fx, present(fx, {"x", "w", "b"}),
-                 [&](const std::vector<Tensor>& in) { return run(in).y; });
-      std::vector<Tensor> in;
-      for (const auto& n : present(fx, {"x", "w", "b"})) in.push_back(fx(n));
-      nn::NormResult r = run(in);
-      REQUIRE(r.running_mean.has_value() == running);
-      if (running) {
-        expect_close(*r.running_mean, fx("want_rm"), "running_mean");
-        expect_close(*r.running_var, fx("want_rv"), "running_var");
-      }
-    });
+    check_norm_case(fx, running, run);
   }
 }
 
 TEST_CASE("layer_norm over one, two and three trailing axes and group_norm match torch, with "
           "gradients") {
-  auto ln = cases("layernorm_");
-  CHECK(ln.size() == 3);
-  for (const auto& name : ln) {
-    CAPTURE(name);
-    Fixture fx(kSet, name);
+  check_affine_norm_cases("layernorm_", 3, [](const Fixture& fx) -> AffineNorm {
     Dims shape = ints(fx("p_shape"));
     double eps = real_of(fx("p_eps"));
-    bool affine = has(fx, "w");
-    on_both_backends([&] {
-      check_case(fx, present(fx, {"x", "w", "b"}), [&](const std::vector<Tensor>& in) {
-        return affine ? nn::layer_norm(in[0], shape, in[1], in[2], eps)
-                      : nn::layer_norm(in[0], shape, std::nullopt, std::nullopt, eps);
-      });
-    });
-  }
-  auto gn = cases("groupnorm_");
-  CHECK(gn.size() == 2);
-  for (const auto& name : gn) {
-    CAPTURE(name);
-    Fixture fx(kSet, name);
+    return [=](const Tensor& x, std::optional<Tensor> w, std::optional<Tensor> b) {
+      return nn::layer_norm(x, shape, w, b, eps);
+    };
+  });
+  check_affine_norm_cases("groupnorm_", 2, [](const Fixture& fx) -> AffineNorm {
     int64_t groups = int_of(fx("p_groups"));
     double eps = real_of(fx("p_eps"));
-    bool affine = has(fx, "w");
-    on_both_backends([&] {
-      check_case(fx, present(fx, {"x", "w", "b"}), [&](const std::vector<Tensor>& in) {
-        return affine ? nn::group_norm(in[0], groups, in[1], in[2], eps)
-                      : nn::group_norm(in[0], groups, std::nullopt, std::nullopt, eps);
-      });
-    });
-  }
+    return [=](const Tensor& x, std::optional<Tensor> w, std::optional<Tensor> b) {
+      return nn::group_norm(x, groups, w, b, eps);
+    };
+  });
 }
 
 TEST_CASE("scaled_dot_product_attention matches torch's definition with grouped-query heads, a "

@@ -6,6 +6,9 @@
 // arrays: same sizes, same dtype (the fixtures hold the dtype rlx documents), values within
 // rtol 1e-5 / atol 1e-6 for floats (the references are exact double math rounded once to f32,
 // which is how the interpreter computes every node) and exactly for integers and bools.
+#include "support/backends.hpp"
+#include "support/compare.hpp"
+
 #include <rlx/tensor.hpp>
 
 #include <doctest/doctest.h>
@@ -27,53 +30,17 @@ namespace numpy_eq {
 using rlx::DType;
 using rlx::Tensor;
 
-struct Tol {
-  double rtol = 1e-5, atol = 1e-6;
-};
+using Tol = rlx::test::Tolerance;
 
-/// The folder of one fixture case; fx("name") loads <case>/name.npy.
-struct Fixture {
-  std::string dir;
-  explicit Fixture(std::string_view name)
-      : dir(std::string(RLX_SOURCE_DIR) + "/tests/fixtures/frontend/" + std::string(name) + "/") {}
-  Tensor operator()(std::string_view file) const {
-    return rlx::load_npy(dir + std::string(file) + ".npy");
-  }
+/// The folder of one fixture case of tests/fixtures/frontend/; fx("name") loads <case>/name.npy.
+struct Fixture : rlx::test::Fixture {
+  explicit Fixture(std::string_view name) : rlx::test::Fixture("frontend", std::string(name)) {}
 };
-
-bool close(double a, double b, Tol t) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (std::isinf(a) || std::isinf(b)) return a == b;
-  return std::fabs(a - b) <= t.atol + t.rtol * std::fabs(b);
-}
 
 /// "" when `got` has want's sizes, dtype and values (floats within tol, integers and bools
 /// exactly); otherwise what differs.
-std::string diff(const Tensor& got, const Tensor& want, Tol tol = {}) {
-  std::ostringstream os;
-  if (got.sizes() != want.sizes() || got.dtype() != want.dtype()) {
-    os << "got " << rlx::ir::short_str(got.shape()) << ", expected "
-       << rlx::ir::short_str(want.shape());
-    return os.str();
-  }
-  const rlx::Buffer& g = got.buffer();
-  const rlx::Buffer& w = want.buffer();
-  const bool exact = !rlx::ir::is_float(w.dtype());
-  int64_t bad = -1, count = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) {
-    bool ok = exact ? g.get_i64(i) == w.get_i64(i) : close(g.get_f64(i), w.get_f64(i), tol);
-    if (!ok && bad < 0) bad = i;
-    count += !ok;
-  }
-  if (bad < 0) return "";
-  os.precision(17);
-  os << count << " of " << w.numel() << " elements differ; first at flat index " << bad << ": got ";
-  if (exact)
-    os << g.get_i64(bad) << ", expected " << w.get_i64(bad);
-  else
-    os << g.get_f64(bad) << ", expected " << w.get_f64(bad);
-  os << " (" << rlx::ir::short_str(w.shape()) << ")";
-  return os.str();
+std::string diff(const Tensor& got, const Tensor& want, Tol tol = {1e-5, 1e-6}) {
+  return rlx::test::mismatch_report(want.buffer(), got.buffer(), tol);
 }
 
 /// A fresh path under /tmp for this process.

@@ -1,5 +1,5 @@
 // tests/test_numpy_shape.cpp -- numpy's and PyTorch's shape and movement functions
-// (src/frontend/numpy_shape.cpp) against numpy/torch references (tests/fixtures/numpy_shape/,
+// (src/frontend/numpy_*.cpp) against numpy/torch references (tests/fixtures/numpy_shape/,
 // written by tests/fixtures/make_numpy_shape.py with the parameters repeated here) on both
 // backends: axes, roll, tile, repeat, triangles, diagonals, meshgrid, splits, one_hot, products,
 // einsum, rank changes, flips, cumulative ops, advanced indexing, gradients (torch autograd in
@@ -7,8 +7,8 @@
 // rounded once to f32; integers and bools compare exactly.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
-
-#include "frontend/impl.hpp"
+#include "support/compare.hpp"
+#include "support/pending_graph.hpp"
 
 #include <rlx/rlx.hpp>
 
@@ -36,25 +36,7 @@ rlx::test::Fixture case_of(const std::string& name) { return {"numpy_shape", nam
 /// integers and bools exactly).
 void expect_eq(const Tensor& got, const Tensor& want, const std::string& what, double rtol = 1e-5,
                double atol = 1e-6) {
-  INFO(what << ": got " << rlx::ir::short_str(got.shape()) << ", want "
-            << rlx::ir::short_str(want.shape()));
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  const bool exact = !rlx::ir::is_float(want.dtype());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  int64_t bad = -1, count = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    bool ok = exact              ? g[i] == w[i]
-              : std::isnan(w[i]) ? std::isnan(g[i])
-              : std::isinf(w[i]) ? g[i] == w[i]
-                                 : std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]);
-    if (!ok && bad < 0) bad = int64_t(i);
-    count += !ok;
-  }
-  CHECK_MESSAGE(count == 0, what << ": " << count << " of " << w.size()
-                                 << " elements differ; first at flat index " << bad << ": got "
-                                 << (bad >= 0 ? g[std::size_t(bad)] : 0.0) << ", expected "
-                                 << (bad >= 0 ? w[std::size_t(bad)] : 0.0));
+  rlx::test::check_close(got, want, {rtol, atol}, what);
 }
 
 /// The pieces against want_<prefix>_0, _1, ...
@@ -66,20 +48,7 @@ void expect_pieces(const std::vector<Tensor>& got, const rlx::test::Fixture& fx,
               prefix + " piece " + std::to_string(i));
 }
 
-/// The op kinds in the pending graph behind t (without materializing it).
-std::multiset<OpKind> pending_ops(const Tensor& t) {
-  std::multiset<OpKind> out;
-  std::vector<const rlx::detail::TensorImpl*> stack{t.impl().get()};
-  std::set<const rlx::detail::TensorImpl*> seen;
-  while (!stack.empty()) {
-    const auto* impl = stack.back();
-    stack.pop_back();
-    if (!seen.insert(impl).second) continue;
-    if (impl->op) out.insert(impl->op->kind());
-    for (const auto& in : impl->inputs) stack.push_back(in.get());
-  }
-  return out;
-}
+using rlx::test::pending_ops;
 
 /// The message says where the caller wrote the call: `line` is taken on the statement's first
 /// line, and clang-format may put the call on one of the next two.

@@ -3,6 +3,7 @@
 // backends; and the optimizers' errors.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/rlx.hpp>
 
@@ -29,13 +30,7 @@ Tensor loss_of(const Quad& p, const Tensor& x, const Tensor& y) {
 
 /// Every element within 1e-6 relative (plus 1e-12 absolute for elements near zero).
 void check_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.sizes() == want.sizes());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": " << g[i] << " vs torch " << w[i]);
-    CHECK(std::abs(g[i] - w[i]) <= 1e-6 * std::abs(w[i]) + 1e-12);
-  }
+  rlx::test::check_close(got, want, {1e-6, 1e-12}, what);
 }
 
 const rlx::test::Fixture problem("optim", "problem");

@@ -6,6 +6,7 @@
 // straight-through gradient of fake_quantize, the Graph builders, and errors.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/all.hpp>
 
@@ -32,15 +33,7 @@ rlx::test::Fixture case_of(const std::string& name) { return {"quant", name}; }
 /// got equals want: same sizes and dtype, integers exactly, floats within atol + rtol |want|.
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double rtol = 0,
                   double atol = 0) {
-  INFO(what << ": got " << rlx::ir::short_str(got.shape()) << ", want "
-            << rlx::ir::short_str(want.shape()));
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    INFO(what << "[" << i << "]: got " << g[i] << ", want " << w[i]);
-    CHECK(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]));
-  }
+  rlx::test::check_close(got, want, {rtol, atol}, what);
 }
 
 std::vector<int32_t> ints(const Tensor& t) { return t.to_vector<int32_t>(); }

@@ -3,6 +3,7 @@
 // scalar loss with respect to the input, the initial states and the packed weights, the Graph
 // builders' carry convention, pack_weights, and the errors.
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/all.hpp>
 #include <rlx/nn.hpp>
@@ -49,16 +50,10 @@ std::vector<fs::path> cases() {
 }
 
 void check_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.shape().sizes() == want.shape().sizes());
-  const bool f64 = want.dtype() == DType::F64;
   // f32: the references are float64 results rounded once; rlx computes in f32.
-  const double rtol = f64 ? 1e-10 : 1e-4, atol = f64 ? 1e-12 : 1e-5;
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": got " << g[i] << ", want " << w[i]);
-    CHECK(std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]));
-  }
+  const bool f64 = want.dtype() == DType::F64;
+  rlx::test::check_close(
+      got, want, f64 ? rlx::test::Tolerance{1e-10, 1e-12} : rlx::test::Tolerance{1e-4, 1e-5}, what);
 }
 
 nn::RecurrentOptions options(const Fixture& f) {

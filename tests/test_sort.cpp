@@ -5,6 +5,7 @@
 // embedding lookup staying O(indices), and errors.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/compare.hpp"
 
 #include <rlx/all.hpp>
 
@@ -29,21 +30,7 @@ rlx::test::Fixture case_of(const std::string& name) { return {"sort", name}; }
 /// where want has NaN.
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what,
                   double rtol = 1e-6, double atol = 1e-6) {
-  INFO(what << ": got " << rlx::ir::short_str(got.shape()) << ", want "
-            << rlx::ir::short_str(want.shape()));
-  REQUIRE(got.sizes() == want.sizes());
-  REQUIRE(got.dtype() == want.dtype());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  bool exact = !rlx::ir::is_float(want.dtype());
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    INFO(what << "[" << i << "]: got " << g[i] << ", want " << w[i]);
-    if (std::isnan(w[i]))
-      CHECK(std::isnan(g[i]));
-    else if (exact || std::isinf(w[i]))
-      CHECK(g[i] == w[i]);
-    else
-      CHECK(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]));
-  }
+  rlx::test::check_close(got, want, {rtol, atol}, what);
 }
 
 } // namespace

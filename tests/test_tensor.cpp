@@ -1,5 +1,6 @@
 // tests/test_tensor.cpp -- Tensor handles: laziness, materialization, caching, every op reachable.
 #include "support/check_error.hpp"
+#include "support/pending_graph.hpp"
 
 #include "frontend/impl.hpp"
 
@@ -14,25 +15,7 @@
 using rlx::Tensor;
 using rlx::ir::DType;
 using rlx::ir::OpKind;
-
-namespace {
-
-/// The op kinds in the pending graph behind t (without materializing it).
-std::multiset<OpKind> pending_ops(const Tensor& t) {
-  std::multiset<OpKind> out;
-  std::vector<const rlx::detail::TensorImpl*> stack{t.impl().get()};
-  std::set<const rlx::detail::TensorImpl*> seen;
-  while (!stack.empty()) {
-    const auto* impl = stack.back();
-    stack.pop_back();
-    if (!seen.insert(impl).second) continue;
-    if (impl->op) out.insert(impl->op->kind());
-    for (const auto& in : impl->inputs) stack.push_back(in.get());
-  }
-  return out;
-}
-
-} // namespace
+using rlx::test::pending_ops;
 
 TEST_CASE("tensor: operations record nodes and compute nothing until read") {
   Tensor a = rlx::tensor({1.f, 2.f, 3.f});

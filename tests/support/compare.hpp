@@ -193,6 +193,36 @@ inline bool check_buffers_close(const Buffer& want, const Buffer& got, Tolerance
   return report.empty();
 }
 
+/// check_buffers_close for a Tensor result and its reference (a fixture's values): the same
+/// sizes and dtype, integers and bools exactly, floats within `tol`.
+inline bool check_close(const Tensor& got, const Tensor& want, Tolerance tol,
+                        const std::string& what) {
+  return check_buffers_close(want.buffer(), got.buffer(), tol, what);
+}
+
+/// doctest: CHECKs that `got` has want's sizes and dtype and that every element (a complex one by
+/// its distance) is within tol * max(max |want|, floor): for results whose rounding error scales
+/// with the whole array (transforms, factorizations), not with each element. A NaN fails.
+inline bool check_close_scaled(const Tensor& got, const Tensor& want, double tol, double floor,
+                               const std::string& what) {
+  const Buffer &g = got.buffer(), &w = want.buffer();
+  INFO(what << ": got " << ir::short_str(g.shape()) << ", want " << ir::short_str(w.shape()));
+  CHECK(g.shape() == w.shape());
+  if (g.shape() != w.shape()) return false;
+  auto at = [](const Buffer& b, int64_t i) {
+    return ir::is_complex(b.dtype()) ? std::complex<double>(b.get_c64(i))
+                                     : std::complex<double>(b.get_f64(i));
+  };
+  double scale = floor, worst = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(at(w, i)));
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    double err = std::abs(at(g, i) - at(w, i));
+    if (!(err <= worst)) worst = err; // a NaN stays
+  }
+  CHECK_MESSAGE(worst <= tol * scale, what << ": max error " << worst << " > " << tol * scale);
+  return worst <= tol * scale;
+}
+
 // ---- The backend under test
 
 /// The backend compared with the interpreter: Backend::Jit when this build has it; otherwise
