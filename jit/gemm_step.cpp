@@ -19,6 +19,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <new>
 #include <optional>
 
 namespace rlx::jit {
@@ -134,9 +135,10 @@ std::atomic<int64_t> constant_b_packs{0};
 } // namespace
 
 /// One packed copy of B per ISA, made by the first run on that ISA. std::call_once makes a
-/// second thread wait for the first one's packing instead of packing again; an exception (the
-/// memory limit) leaves the slot to the next run. A run whose B is at another address than the
-/// one packed (never for a constant; a guard) packs nothing and reads B as it is.
+/// second thread wait for the first one's packing instead of packing again. The copy is an
+/// optimization: when the memory limit (or the allocator) refuses it, B stays unpacked and is
+/// packed per call as a fed B is, rather than failing the run. A run whose B is at another
+/// address than the one packed (never for a constant; a guard) reads B as it is.
 class PackedB {
 public:
   template <class T> const T* get(const GemmCallT<T>& call, GemmIsa isa) {
@@ -144,7 +146,14 @@ public:
     std::call_once(slot.once, [&] {
       int64_t elements = gemm_packed_b_elements(call, isa);
       if (elements == 0) return;
-      Storage bytes(std::size_t(elements) * sizeof(T), false);
+      Storage bytes;
+      try {
+        bytes = Storage(std::size_t(elements) * sizeof(T), false);
+      } catch (const Error&) {
+        return;
+      } catch (const std::bad_alloc&) {
+        return;
+      }
       gemm_pack_b(call, isa, reinterpret_cast<T*>(bytes.data()));
       slot.bytes = std::move(bytes);
       slot.source = call.b.p;

@@ -10,6 +10,7 @@
 
 #include <rlx/interp.hpp>
 #include <rlx/ir/graph.hpp> // not rlx.hpp: its rlx::jit() would clash with namespace rlx::jit
+#include <rlx/memory.hpp>
 #include <rlx/passes.hpp>
 #include <rlx/runtime.hpp>
 
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <latch>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -281,4 +283,29 @@ TEST_CASE("q_matmul packs a constant w once and keeps the interpreter's bits") {
     for (const Buffer& r : runs) CHECK(same_bits(r, want));
   // Hosts without AVX-512 VNNI run the interpreter's kernel, which packs nothing.
   CHECK(rlx::jit::qgemm_constant_w_packs() - packs == (native ? 1 : 0));
+}
+
+TEST_CASE("a constant B the memory limit has no room to copy is packed per call instead") {
+  if (!rlx::jit::gemm_supported()) return;
+  Case c{"no_room", {2, 50, 512}, {512, 1024}};
+  Built b = build(c, 41);
+  Buffer want = rlx::compile(b.fed, rlx::Backend::Jit)->run(pointers(b.fed_leaves))[0];
+  auto baked = rlx::compile(b.baked, rlx::Backend::Jit);
+  std::vector<const Buffer*> leaves = pointers(b.baked_leaves);
+  int64_t packs = rlx::jit::gemm_constant_b_packs();
+  // Room for the result (400 KB) but not for a 2 MiB copy of B.
+  const std::size_t limit = rlx::memory_limit();
+  rlx::set_memory_limit(rlx::memory_stats().bytes_live + (1 << 20));
+  std::optional<Buffer> got;
+  try {
+    got = baked->run(leaves)[0];
+  } catch (...) {
+    rlx::set_memory_limit(limit);
+    throw;
+  }
+  rlx::set_memory_limit(limit);
+  CHECK(rlx::jit::gemm_constant_b_packs() == packs);
+  REQUIRE(got);
+  CHECK(same_bits(*got, want));
+  CHECK(same_bits(baked->run(leaves)[0], want));
 }
