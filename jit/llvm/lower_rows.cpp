@@ -11,11 +11,12 @@
 // the scaling by 1 / sum. Layer and rms norm compute in f64 like the interpreter (two passes for
 // the moments, then the scaling).
 //
-// The row length is an argument of the call (the slot after the output in `bufs`), not a
-// constant of the code, and a prologue's operands are placed by classes that every size of a
-// dynamic dim keeps (RowPlan), so one kernel serves every size: a new size finds it by its
-// emission key and compiles nothing. Prologues whose operands broadcast otherwise, and
-// rlx::ExtentPolicy::Specialize, compile the length and the shapes into the code.
+// The row length is an argument of the call (the slot after the output in `bufs`). A
+// size-generic kernel reads it, and places a prologue's operands by classes that every size of
+// a dynamic dim keeps (RowPlan), so one kernel serves every size: a new size finds it by its
+// emission key and compiles nothing. The first length of a region is compiled in (faster code,
+// see lower_row), the second gets the generic kernel. Prologues whose operands broadcast
+// otherwise, and rlx::ExtentPolicy::Specialize, always compile the length and the shapes in.
 #include "lower.hpp"
 #include "llvm/jv.hpp"
 #include "llvm/kernel_abi.hpp"
