@@ -10,6 +10,7 @@
 // with fixed weights does), so the GEMM steps pack them once per executable. Notes give each
 // plan's arena against the liveness lower bound, and the process's RSS.
 #include "bench_util.hpp"
+#include "bench_value.hpp"
 
 #include <rlx/all.hpp>
 #include <rlx/passes.hpp>
@@ -137,6 +138,44 @@ void run(const Dims& d, const bench::Args& args, const bench::Budget& budget) {
     v.exe = rlx::compile(*v.graph, rlx::Backend::Jit);
   }
   // Interleaved: both variants at one thread count, then the next.
+  { // Memory (issue 26): the JIT's plan's arena against the liveness lower bound (the most
+    // bytes of arena values live at one step, each rounded up to the plan's alignment), and the
+    // process's resident memory after one run (VmRSS) and at its peak so far (VmHWM).
+    constexpr char kMemory[] = "bert layer memory";
+    rlx::ir::LirModule lir = rlx::plan_for(g, rlx::Backend::Jit);
+    const rlx::ir::Memory& mem = lir.memory;
+    std::vector<uint64_t> live(lir.steps.size() + 1, 0);
+    for (std::size_t i = 0; i < mem.places.size(); ++i) {
+      if (mem.places[i].home != rlx::ir::Home::Arena) continue;
+      uint64_t bytes = uint64_t(lir.mir.nodes()[i].shape.size_bytes().value_or(0));
+      bytes = (bytes + mem.alignment - 1) / mem.alignment * mem.alignment;
+      for (uint32_t t = mem.lifetimes[i].first; t <= mem.lifetimes[i].last && t < live.size(); ++t)
+        live[t] += bytes;
+    }
+    uint64_t bound = *std::max_element(live.begin(), live.end());
+    std::vector<const rlx::Buffer*> ptrs;
+    for (const rlx::Buffer& b : variants[0].leaves) ptrs.push_back(&b);
+    bench::clobber(variants[0].exe->run(ptrs)[0].bytes().data());
+    auto status_mib = [](const std::string& key) {
+      std::ifstream in("/proc/self/status");
+      std::string line;
+      while (std::getline(in, line))
+        if (line.rfind(key, 0) == 0) return std::strtod(line.c_str() + key.size(), nullptr) / 1024;
+      return 0.0;
+    };
+    const double mib = 1024.0 * 1024.0;
+    const int64_t size = d.b * d.s;
+    bench::emit_value({kMemory, "arena (the JIT's plan)", 1, size, false, "MiB"},
+                      double(mem.arena_size) / mib);
+    bench::emit_value({kMemory, "liveness lower bound", 1, size, false, "MiB"},
+                      double(bound) / mib);
+    bench::emit_value({kMemory, "every value its own slot", 1, size, false, "MiB"},
+                      double(mem.naive_size) / mib);
+    bench::emit_value({kMemory, "RSS after one run (VmRSS)", 1, size, false, "MiB"},
+                      status_mib("VmRSS:"));
+    bench::emit_value({kMemory, "peak RSS so far (VmHWM)", 1, size, false, "MiB"},
+                      status_mib("VmHWM:"));
+  }
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
     for (const Variant& v : variants) {

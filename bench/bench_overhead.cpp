@@ -11,6 +11,7 @@
 // what a new size costs above finding that code.
 // RLX_CACHE_DIR is set to "off" so no on-disk kernel cache can serve a "cold" compile.
 #include "bench_util.hpp"
+#include "bench_value.hpp"
 
 #include <rlx/all.hpp>
 
@@ -163,6 +164,115 @@ void respecialization() {
   unsetenv("RLX_REUSE_KERNELS");
 }
 
+// ---- A sweep over 100 sizes of one dynamic dim through row kernels (issue 26: "compiles at
+// most 2 LLVM kernels per fused region", "a new binding ... costs <= 0.2 ms"). Each workload is
+// a fresh rlx::jit function of x f32[4, n] with n dynamic, called at 100 sizes no other call
+// had. The kernels of one binding are counted as the kernel lookups of the first call (compiled,
+// found in memory, reused or loaded from disk: one per LLVM kernel); the sweep's compiled
+// kernels and the time of each call at a new size (after the first, which traces) come from
+// rlx::cache_stats() and the clock. Values are checked against an f64 loop at the first and
+// the last size.
+constexpr char kSweep[] = "new size: 100-size sweep";
+
+int64_t kernel_lookups(const rlx::CacheStats& s) {
+  return s.kernels_compiled + s.kernel_memory_hits + s.kernels_reused + s.disk_hits;
+}
+
+struct SweepLoad {
+  std::string name;
+  std::function<Tensor(Tensor)> fn;
+  /// f64 reference of one row of x [4, n] (the output's row: n values, or 1 for a reduction).
+  std::function<std::vector<double>(const float*, int64_t)> row_ref;
+};
+
+bool close_to(const std::vector<float>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return false;
+  for (std::size_t j = 0; j < got.size(); ++j)
+    if (!(std::abs(got[j] - want[j]) <= 1e-4 * (1 + std::abs(want[j])))) return false;
+  return true;
+}
+
+void size_sweep() {
+  constexpr int kSweepSizes = 100;
+  auto chain = [](double x) { return std::tanh(0.75 * x + 0.1) / (1 + std::exp(-x)) + x * x; };
+  std::vector<SweepLoad> loads;
+  loads.push_back(
+      {"(tanh(0.75x+0.1)*sigmoid(x)+x*x).sum(-1), x f32[4,n]",
+       [](Tensor x) { return (rlx::tanh(x * 0.75f + 0.1f) * rlx::sigmoid(x) + x * x).sum(-1); },
+       [chain](const float* x, int64_t n) {
+         double s = 0;
+         for (int64_t j = 0; j < n; ++j) s += chain(x[j]);
+         return std::vector<double>{s};
+       }});
+  loads.push_back({"softmax(1.25x, -1), x f32[4,n]",
+                   [](Tensor x) { return rlx::softmax(x * 1.25f, -1); },
+                   [](const float* x, int64_t n) {
+                     double m = -INFINITY, s = 0;
+                     for (int64_t j = 0; j < n; ++j) m = std::max(m, 1.25 * x[j]);
+                     std::vector<double> y(static_cast<std::size_t>(n));
+                     for (int64_t j = 0; j < n; ++j)
+                       s += y[std::size_t(j)] = std::exp(1.25 * x[j] - m);
+                     for (double& v : y) v /= s;
+                     return y;
+                   }});
+  bench::emit_note(kSweep, "a fresh rlx::jit function of x f32[4, n], n dynamic, called at " +
+                               std::to_string(kSweepSizes) +
+                               " sizes n = 200, 229, ... (each new); 1 rlx thread; kernels "
+                               "counted by rlx::cache_stats()");
+  for (int w = 0; w < int(loads.size()); ++w) {
+    const SweepLoad& load = loads[std::size_t(w)];
+    auto f = rlx::jit(load.fn, rlx::JitOptions{.dynamic_dims = {{0, 1, "sweep_n"}}});
+    std::vector<double> t_new;
+    int64_t lookups = 0, compiled_first = 0;
+    rlx::CacheStats start = rlx::cache_stats();
+    bool ok = true;
+    for (int i = 0; i < kSweepSizes; ++i) {
+      const int64_t n = 200 + 29 * i;
+      std::vector<float> xs = bench::weyl(4 * n, uint64_t(17 + w), -1.0, 1.0);
+      Tensor x = Tensor::from_vector(xs, {4, n});
+      rlx::CacheStats before = rlx::cache_stats();
+      auto t0 = bench::Clock::now();
+      Tensor y = f(x);
+      rlx::eval(y);
+      double t = bench::seconds_since(t0);
+      if (i == 0) {
+        rlx::CacheStats after = rlx::cache_stats();
+        lookups = kernel_lookups(after) - kernel_lookups(before);
+        compiled_first = after.kernels_compiled - before.kernels_compiled;
+      } else {
+        t_new.push_back(t);
+      }
+      if (i == 0 || i == kSweepSizes - 1) {
+        std::vector<double> want;
+        for (int64_t r = 0; r < 4; ++r) {
+          std::vector<double> row = load.row_ref(xs.data() + r * n, n);
+          want.insert(want.end(), row.begin(), row.end());
+        }
+        if (!close_to(y.to_vector<float>(), want)) {
+          std::printf("FAILED: %s computed wrong values at n = %lld\n", load.name.c_str(),
+                      static_cast<long long>(n));
+          ok = false;
+        }
+      }
+    }
+    if (!ok) continue;
+    rlx::CacheStats end = rlx::cache_stats();
+    std::printf("%s: %lld LLVM kernels per binding (%lld compiled by the first call), %lld "
+                "compiled over %d sizes\n",
+                load.name.c_str(), static_cast<long long>(lookups),
+                static_cast<long long>(compiled_first),
+                static_cast<long long>(end.kernels_compiled - start.kernels_compiled), kSweepSizes);
+    bench::emit_value(
+        {kSweep, load.name + ": LLVM kernels per binding", 1, kSweepSizes, false, "kernels"},
+        double(lookups));
+    bench::emit_value({kSweep, load.name + ": LLVM kernels compiled by the sweep", 1, kSweepSizes,
+                       false, "kernels"},
+                      double(end.kernels_compiled - start.kernels_compiled));
+    bench::emit_time({kSweep, load.name + ": rlx::jit call at a new size", 1, kSweepSizes},
+                     bench::summarize(t_new, 1));
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -282,5 +392,6 @@ int main(int argc, char** argv) {
 
   // ---- Respecialization
   respecialization();
+  size_sweep();
   return 0;
 }

@@ -50,7 +50,7 @@ def main():
                 for t in threads:
                     peers.set_threads(t, torch)
                     samples, batch = peers.measure(fn, a.budget)
-                    peers.row(name, t, b * s, samples, batch)
+                    peers.row(name, t, b * s, samples, batch, table=peers.TABLE)
     return 0
 
 
