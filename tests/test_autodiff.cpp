@@ -997,3 +997,18 @@ TEST_CASE("softmax_cross_entropy is logsumexp minus the target's logit, with lab
     check_close(r[1].get_f64(row), want, 1e-14, "labels");
   }
 }
+
+TEST_CASE("a contiguous slice's gradient pads with zeros, with no product by a selection matrix") {
+  Graph g("slice_grad");
+  NodeId x = g.input("x", Shape({2, 6}, DType::F64));
+  NodeId w = g.input("w", Shape({2, 3}, DType::F64));
+  g.set_outputs({g.sum(g.mul(g.slice(x, 1, 2, 3), w), {0, 1}, false)}); // sum(x[:, 2:5] * w)
+  Graph gg = autodiff::grad(g, {x});
+  for (const ir::Node& n : gg.nodes()) CHECK(n.op.kind() != ir::OpKind::MatMul);
+  Feeds f;
+  f["x"] = test::random_buffer(g.shape(x), 1);
+  f["w"] = Buffer::from_f64(Shape({2, 3}, DType::F64), std::vector<double>{1, 2, 3, 4, 5, 6});
+  f["d_output"] = Buffer::from_f64(Shape::scalar(DType::F64), std::vector<double>{1.0});
+  CHECK(interp::run(gg, f)[0].to_f64() ==
+        std::vector<double>{0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 0}); // w in columns 2..4
+}
