@@ -212,9 +212,12 @@ private:
 // ---- The adjoint form (adjoint=true): y [m, k] = g [m, n] . W, dequant_matmul's VJP with
 // respect to x. The k columns of y are split over the thread pool in chunks of whole blocks (at
 // most 256 values, or one block); a task zeroes its chunk of every row of y, then for each row j
-// of W decodes that chunk of row j into an L1 buffer and adds g[i, j] times it to row i. Every
-// packed byte is read once per call, W is never held in f32, and each sum over j runs in f32 in
-// row order (the same bits on any thread count).
+// of W decodes that chunk of row j into an L1 buffer and adds g[i, j] times it to row i (four
+// rows at a time). Every packed byte is read once per call, W is never held in f32, and each sum
+// over j runs in f32 in row order (the same bits on any thread count).
+constexpr int64_t kAdjointRows = 4;
+
+/// buf holds kAdjointRows chunks.
 [[gnu::always_inline]] inline void adjoint_body(const Job& job, int64_t c0, int64_t c1,
                                                 float* buf) {
   const quant::DequantRows& r = *job.rows;
@@ -224,17 +227,32 @@ private:
   for (int64_t k0 = c0; k0 < c1; k0 += job.chunk) {
     const int64_t len = std::min(job.chunk, c1 - k0);
     for (int64_t i = 0; i < m; ++i) std::fill_n(job.y + i * k + k0, len, 0.0f);
-    for (int64_t j = 0; j < n; ++j) {
-      if (q4)
-        decode_q4_0(r.packed + j * r.row_bytes + k0 / 32 * 18, len / 32, buf);
-      else if (q8)
-        decode_q8_0(r.packed + j * r.row_bytes + k0 / 32 * 34, len / 32, buf);
-      else
-        r.decode(j, k0, len, buf);
+    // kAdjointRows rows of W at a time, so each row of y is loaded and stored once per group;
+    // the sum is still formed in row order.
+    for (int64_t j0 = 0; j0 < n; j0 += kAdjointRows) {
+      const int64_t rows = std::min<int64_t>(kAdjointRows, n - j0);
+      for (int64_t q = 0; q < rows; ++q) {
+        const int64_t j = j0 + q;
+        float* b = buf + q * job.chunk;
+        if (q4)
+          decode_q4_0(r.packed + j * r.row_bytes + k0 / 32 * 18, len / 32, b);
+        else if (q8)
+          decode_q8_0(r.packed + j * r.row_bytes + k0 / 32 * 34, len / 32, b);
+        else
+          r.decode(j, k0, len, b);
+      }
       for (int64_t i = 0; i < m; ++i) {
-        const float g = job.x[i * n + j];
+        const float* g = job.x + i * n + j0;
         float* o = job.y + i * k + k0;
-        for (int64_t c = 0; c < len; ++c) o[c] += g * buf[c];
+        if (rows == kAdjointRows) {
+          const float *b0 = buf, *b1 = buf + job.chunk, *b2 = buf + 2 * job.chunk,
+                      *b3 = buf + 3 * job.chunk;
+          for (int64_t c = 0; c < len; ++c)
+            o[c] = o[c] + g[0] * b0[c] + g[1] * b1[c] + g[2] * b2[c] + g[3] * b3[c];
+        } else {
+          for (int64_t q = 0; q < rows; ++q)
+            for (int64_t c = 0; c < len; ++c) o[c] += g[q] * buf[q * job.chunk + c];
+        }
       }
     }
   }
@@ -288,7 +306,7 @@ public:
                   m_, chunk};
     static const AdjointFn fn = pick_adjoint();
     threads::parallel_for((k_ + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
-      std::vector<float> buf(static_cast<std::size_t>(chunk));
+      std::vector<float> buf(static_cast<std::size_t>(kAdjointRows * chunk));
       fn(job, b * chunk, std::min(e * chunk, k_), buf.data());
     });
   }

@@ -11,6 +11,7 @@
 #include <rlx/ir/graph.hpp>
 #include <rlx/ir/text.hpp>
 #include <rlx/quant_packed.hpp>
+#include <rlx/runtime.hpp>
 
 #include <doctest/doctest.h>
 
@@ -106,6 +107,11 @@ void check_x_gradient(const rlx::test::Fixture& f, const std::vector<std::string
     // compile time and each backend runs its own adjoint kernel.
     auto loss = [&](const Tensor& xx, const Tensor& gg) { return rlx::sum(product(xx) * gg); };
     expect_adjoint(rlx::grad(loss)(x, gt), g, w, m, what + " (" + xn + ")");
+    if (rlx::default_backend() == rlx::Backend::Jit) { // the JIT's own kernel computed it
+      const auto run = rlx::last_run();
+      REQUIRE(run);
+      CHECK_MESSAGE(run->describe().find("dequant_matmul") != std::string::npos, run->describe());
+    }
   }
 }
 
