@@ -204,7 +204,7 @@ inline bool check_close(const Tensor& got, const Tensor& want, Tolerance tol,
 /// its distance) is within tol * max(max |want|, floor): for results whose rounding error scales
 /// with the whole array (transforms, factorizations), not with each element. A NaN fails.
 inline bool check_close_scaled(const Tensor& got, const Tensor& want, double tol, double floor,
-                               const std::string& what) {
+                               [[maybe_unused]] const std::string& what) {
   const Buffer &g = got.buffer(), &w = want.buffer();
   INFO(what << ": got " << ir::short_str(g.shape()) << ", want " << ir::short_str(w.shape()));
   CHECK(g.shape() == w.shape());
