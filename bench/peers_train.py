@@ -11,7 +11,7 @@ import json
 import math
 import sys
 
-from peers import measure, parse_args, row
+from peers import measure, parse_args, row, set_threads
 
 TABLE = "training step"
 PEER = "PyTorch eager (autograd, optim.SGD)"
@@ -29,9 +29,9 @@ def main():
         note(f"PyTorch: skipped (torch is not importable by {sys.executable}: {e})")
         return 0
     note(f"PyTorch {torch.__version__} eager: autograd and torch.optim.SGD, "
-         "torch.set_num_threads(1)")
+         "one thread (torch's and OpenBLAS's)")
     torch.manual_seed(0)
-    torch.set_num_threads(1)
+    set_threads(1, torch)  # torch's pool and OpenBLAS's, which ignores torch's setting
 
     x = torch.rand(64, 2) * 2 - 1
     y = torch.sin(x[:, :1] * 2) * 0.8 + x[:, 1:] ** 2 * 0.6 - 0.2
