@@ -18,9 +18,11 @@ fail() {
   screen
   exit 1
 }
-# wait_for REGEX [SECONDS]: until a line of the screen matches (extended regex).
+# wait_for REGEX [SECONDS]: until a line of the screen matches (extended regex). The deadline
+# only catches a hang: a cell answers in well under a second on a quiet machine, but clang under
+# ASan on a loaded CI machine once took over 30 s for one, so the default is 90 s.
 wait_for() {
-  local deadline=$((SECONDS + ${2:-30}))
+  local deadline=$((SECONDS + ${2:-90}))
   while [ $SECONDS -lt $deadline ]; do
     screen | grep -Eq -- "$1" && return 0
     sleep 0.1
@@ -38,7 +40,7 @@ type_line() {
 
 t new-session -d -s repl -x 120 -y 50 \
   "RLX_CACHE_DIR=$dir/cache $repl --history $dir/history" || fail "tmux could not start"
-wait_for '^rlx-repl .*:help for help' 60
+wait_for '^rlx-repl .*:help for help' 120
 wait_for '^rlx> ?$'
 
 type_line 'Tensor x = rlx::ones({2, 2}) * 3;'
