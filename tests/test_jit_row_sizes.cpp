@@ -12,7 +12,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -305,4 +307,44 @@ TEST_CASE("row kernels whose prologue reads operands repeated per row or one per
       }
     }
   });
+}
+
+TEST_CASE("softmax rows with a NaN, infinities or values deep in exp's underflow equal the "
+          "interpreter") {
+  // The JIT's f32 softmax takes its rows' maximum leaving NaN out and computes exp for x - max
+  // <= 0 only (lower_rows.cpp): a NaN must still reach its whole row, in the vector part of a
+  // row and in its tail, and subnormal and zero results must come out as the interpreter's.
+  test::other_backend();
+  for (int64_t len : {70, 1000}) {
+    CAPTURE(len);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> x(std::size_t(6 * len));
+    for (int64_t j = 0; j < len; ++j) {
+      float v = float((j * 37) % 23) / 11.0f - 1.0f;
+      for (int64_t r = 0; r < 6; ++r) x[std::size_t(r * len + j)] = v;
+      x[std::size_t(2 * len + j)] = -inf;
+      x[std::size_t(4 * len + j)] = -150.0f * float(j) / float(len); // exp from 1 down to 0
+    }
+    x[3] = nan;                             // row 0: a NaN in the vector part
+    x[std::size_t(len + len - 2)] = nan;    // row 1: a NaN in the tail
+    x[std::size_t(3 * len + 10)] = inf;     // row 3: one +inf
+    x[std::size_t(5 * len + len / 2)] = 40; // row 5: one large value
+    Tensor xt(rlx::Buffer::f32({6, len}, x));
+    std::vector<rlx::Buffer> results;
+    test::on_both_backends([&] { results.push_back(rlx::softmax(xt, -1).buffer()); });
+    REQUIRE(results.size() == 2);
+    test::check_buffers_close(results[0], results[1], test::backend_tolerance(ir::DType::F32),
+                              "softmax of special rows");
+    for (const rlx::Buffer& got : results) {
+      for (int64_t j = 0; j < len; ++j) {
+        CAPTURE(j);
+        CHECK(std::isnan(got.get_f64(j)));           // the row with a NaN
+        CHECK(std::isnan(got.get_f64(len + j)));     // the row with a NaN in its tail
+        CHECK(std::isnan(got.get_f64(2 * len + j))); // -inf - -inf
+        CHECK(got.get_f64(4 * len + j) >= 0);
+      }
+      CHECK(got.get_f64(4 * len + len - 1) == 0); // exp(-150) underflows
+    }
+  }
 }
