@@ -1,5 +1,5 @@
-// tests/test_jit_row_sizes.cpp -- the JIT's row kernels (reductions over trailing axes, softmax
-// and the norms over the last axis, with their fused element-wise prologues) take the row
+// tests/test_jit_row_sizes.cpp -- the JIT's row kernels (reductions over trailing axes, softmax,
+// the norms and cumsum over the last axis, with their fused element-wise prologues) take the row
 // length at run time: a sweep over the sizes of a dynamic last dim compiles at most two kernels
 // per fused region (one for the first length, the generic one for all others), and rows of every
 // length compute what the interpreter computes, with the length read at run time
@@ -111,6 +111,23 @@ TEST_CASE("softmax over a dynamic last dim compiles at most two kernels over 100
   CHECK(made <= 2);
 }
 
+TEST_CASE("an exclusive cumsum over a dynamic last dim of x * 0.5 + 0.25 compiles at most two "
+          "kernels over 100 sizes") {
+  Backend other = test::other_backend();
+  auto body = [](Tensor x) { return rlx::cumsum(x * 0.5f + 0.25f, -1, true); };
+  auto got = rlx::jit(body, on(other, {{0, 1, "n"}}));
+  auto want = rlx::jit(body, on(Backend::Interp, {{0, 1, "n"}}));
+  // The scan keeps the interpreter's order of additions: the same bits for the same inputs.
+  int64_t made =
+      sweep([&](const std::vector<Tensor>& a) { return got(a[0]); },
+            [&](const std::vector<Tensor>& a) { return want(a[0]); },
+            [](int64_t n) { return std::vector<Tensor>{random({4, n}, ir::DType::F32, 6)}; }, 3);
+  if (other != Backend::Jit) return;
+  CHECK(native_steps(got, 37) == 1); // one fused region: the chain is the scan's prologue
+  CHECK(made >= 1);
+  CHECK(made <= 2);
+}
+
 TEST_CASE("a layer norm over a dynamic last dim compiles at most two kernels over 100 sizes") {
   Backend other = test::other_backend();
   auto body = [](Tensor x, Tensor gamma, Tensor beta) { return rlx::layer_norm(x, gamma, beta); };
@@ -183,6 +200,9 @@ std::vector<RowCase> row_cases() {
       {"residual rms_norm", 1, [](L l) { return rlx::residual_rms_norm(l.x, l.r, l.g); }},
       {"residual rms_norm with beta and bias", 1,
        [](L l) { return rlx::residual_rms_norm(l.x, l.r, l.g, l.b, l.bias); }},
+      {"cumsum", 1, [](L l) { return rlx::cumsum(l.x, -1); }},
+      {"exclusive cumsum", 1, [](L l) { return rlx::cumsum(l.x, -1, true); }},
+      {"cumsum of x * g + v", 3, [](L l) { return rlx::cumsum(l.x * l.g + l.v, -1); }},
       {"sum of an element-wise chain", 6,
        [](L l) { return (rlx::tanh(l.x * 0.5f + 0.1f) * rlx::sigmoid(l.x) + l.x * l.x).sum(-1); }},
       {"max of x * g + v", 3, [](L l) { return (l.x * l.g + l.v).max(-1); }},

@@ -1,15 +1,17 @@
-// jit/llvm/lower_rows.cpp -- row kernels: reductions over trailing axes, softmax and the norms
-// over the last axis, as one LLVM function over a range of rows whose loops vectorize.
+// jit/llvm/lower_rows.cpp -- row kernels: reductions over trailing axes, softmax, the norms and
+// cumsum over the last axis, as one LLVM function over a range of rows whose loops vectorize.
 //
 // A row is the `len` contiguous elements the op reduces (reduce_sum/mean/max/min whose axes are
-// the trailing dimensions) or normalizes (softmax, layer and rms norm, also of x + residual, on
-// the last axis). Sums of
-// f32 accumulate in f64, as the interpreter's do, in vector lanes (so the order differs from
-// the interpreter's sequential sum: `reassoc` is set on those additions only); f64 sums keep its
-// order. Max and min use llvm.maximum / llvm.minimum, which propagate NaN as the interpreter
-// does. Softmax is three passes over the row: the maximum, exp(x - max) stored and summed, and
-// the scaling by 1 / sum. Layer and rms norm compute in f64 like the interpreter (two passes for
-// the moments, then the scaling).
+// the trailing dimensions), normalizes (softmax, layer and rms norm, also of x + residual, on
+// the last axis) or scans (cumsum on the last axis). Sums of f32 accumulate in f64, as the
+// interpreter's do, in vector lanes (so the order differs from the interpreter's sequential
+// sum: `reassoc` is set on those additions only); f64 sums keep its order, and so does cumsum,
+// whose running sum is its result. Max and min use llvm.maximum / llvm.minimum, which
+// propagate NaN as the interpreter does. Softmax is three passes over the row, which stays in
+// L1 between them: the maximum, exp(x - max) stored and summed, and the scaling by 1 / sum; for
+// f32 the first two run in explicit vectors of the host's lanes (softmax_max_vectors,
+// softmax_exp_vectors). Layer and rms norm compute in f64 like the interpreter (two passes for
+// the moments, then the scaling; f32 rows multiply by 1 / denom).
 //
 // The row length is an argument of the call (the slot after the output in `bufs`). A
 // size-generic kernel reads it, and places a prologue's operands by classes that every size of
@@ -97,6 +99,10 @@ int64_t row_len(const ir::Graph& g, const ir::Node& n) {
   case OpKind::ReduceMin:
     if (n.inputs.size() != 1) return 0;
     for (int64_t a : n.op.attrs<ir::ReduceAttrs>().axes) axes.push_back(norm(a));
+    break;
+  case OpKind::Cumsum:
+    if (n.inputs.size() != 1 || n.shape.dims() != in.dims()) return 0;
+    axes = {norm(n.op.attrs<ir::CumsumAttrs>().axis)};
     break;
   default:
     return 0;
@@ -490,6 +496,15 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       llvm::Value* s = e.sum(xd);
       if (k == OpKind::ReduceMean) s = b.CreateFDiv(s, count);
       e.store(e.narrow(s), e.y, r);
+    } else if (k == OpKind::Cumsum) {
+      // The running sum in f64 in the interpreter's order (so the same bits), each element
+      // rounded as it is stored; exclusive stores the sum before the element.
+      bool exclusive = n.op.attrs<ir::CumsumAttrs>().exclusive;
+      emit_loop(b.getInt64(0), e.L, {e.f64(0.0)}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+        llvm::Value* next = b.CreateFAdd(acc[0], e.widen(e.xv(i)));
+        e.store(e.narrow(exclusive ? acc[0] : next), e.y, at(i));
+        return RowEmitter::Vals{next};
+      });
     } else if (norm) {
       // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
       // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
