@@ -384,12 +384,15 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   // The tiers (jit/steps.cpp): a module for the fast code generator whose full code exists,
   // loaded here or stored on disk by an earlier process that found the kernel hot, gets that
   // code instead. The full object has its own key (the codegen level is in the prefix) and
-  // names its functions after it; the functions come in the same order.
+  // names its functions after it; the functions come in the same order. The first tier's code
+  // already loaded here comes before the full code on disk: a kernel lowered twice in one
+  // process gets the same code both times (what RLX_CHECK_PLAN asserts), and its step compiles
+  // the full code when it turns hot.
   if (fast) {
     const disk::Key full_key = key_of(false);
     const std::string full_hex = disk::to_hex(full_key);
     std::vector<std::string> full_symbols = symbols_of("rlx_" + full_hex.substr(0, 32));
-    find_loaded(full_hex);
+    if (!find_loaded(full_hex)) find_loaded(hex);
     const std::string full_dir = loaded ? std::string() : disk::directory();
     if (!full_dir.empty()) {
       // Only a hit counts: a miss is the usual case, the first tier's own key is looked up next.
@@ -405,7 +408,7 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
         ++count.disk_hits;
       }
     }
-    if (loaded) {
+    if (loaded && loaded->key == full_hex) {
       fast = false;
       symbols = std::move(full_symbols);
     }
