@@ -15,8 +15,8 @@ class CompiledCode;
 bool lowers_natively(const ir::Graph& g, const ir::Node& n);
 
 /// Whether the row lowering handles this node (jit/llvm/lower_rows.cpp): reduce_sum/mean/max/min
-/// over trailing axes, softmax and layer/rms norm (also fused with a residual) over the last
-/// axis, of f32 or f64.
+/// over trailing axes, softmax, layer/rms norm (also fused with a residual) and cumsum over the
+/// last axis, of f32 or f64.
 bool lowers_as_row(const ir::Graph& g, const ir::Node& n);
 
 /// Whether a row op can compute its first operand with element-wise kernel k (k's iteration

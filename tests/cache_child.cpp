@@ -1,7 +1,8 @@
 // tests/cache_child.cpp -- a fixed program for tests/test_disk_cache.cpp to run as a separate
 // process: it computes one expression on the JIT (two fused kernels around a reduction) and on
 // the interpreter, and prints the kernel counters, whether both agree and a checksum of the
-// JIT's result bits, as `key=value` pairs on one line.
+// JIT's result bits, as `key=value` pairs on one line. With the argument `hot`, it runs one large
+// element-wise kernel until the tiers compile it again (jit/steps.cpp) and says so too.
 #include <rlx/all.hpp>
 
 #include <cmath>
@@ -21,14 +22,44 @@ std::vector<float> compute() {
   return b.to_vector<float>();
 }
 
+namespace ir = rlx::ir;
+
+/// A body over the fast code generator's threshold (as in tests/test_tiers.cpp), over f32[2^20].
+ir::Graph chain() {
+  ir::Graph g;
+  ir::NodeId x = g.input("x", ir::Shape({int64_t(1) << 20}, ir::DType::F32));
+  auto c = [&](double v) { return g.constant(v, ir::DType::F32); };
+  auto sigmoid = [&](ir::NodeId v) { return g.activation(ir::Activation::Sigmoid, v, g.shape(v)); };
+  ir::NodeId a = g.tanh(g.add(g.mul(x, c(0.5)), c(0.1)));
+  ir::NodeId y = g.add(g.mul(a, sigmoid(x)), g.mul(x, x));
+  ir::NodeId z = g.mul(g.exp(g.neg(g.mul(y, y))), g.tanh(g.sub(y, c(0.25))));
+  g.set_outputs({g.add(z, sigmoid(g.mul(z, c(3.0))))});
+  return g;
+}
+
+/// The chain run 12 times (2^23 elements make a kernel hot after 8); the last result.
+std::vector<float> run_hot(rlx::Backend backend) {
+  const int64_t n = int64_t(1) << 20;
+  rlx::Buffer x = rlx::Buffer::uninitialized(ir::Shape({n}, ir::DType::F32));
+  float* p = reinterpret_cast<float*>(x.bytes().data());
+  for (int64_t i = 0; i < n; ++i) p[i] = -4.0f + 8.0f * float(i) / float(n);
+  const std::vector<const rlx::Buffer*> leaves{&x};
+  auto exe = rlx::compile(chain(), backend);
+  std::vector<rlx::Buffer> out;
+  for (int i = 0; i < (backend == rlx::Backend::Jit ? 12 : 1); ++i) out = exe->run(leaves);
+  const float* r = reinterpret_cast<const float*>(out[0].bytes().data());
+  return std::vector<float>(r, r + n);
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
+    const bool hot = argc > 1 && std::strcmp(argv[1], "hot") == 0;
     rlx::set_default_backend(rlx::Backend::Jit);
-    std::vector<float> jit = compute();
+    std::vector<float> jit = hot ? run_hot(rlx::Backend::Jit) : compute();
     rlx::set_default_backend(rlx::Backend::Interp);
-    std::vector<float> ref = compute();
+    std::vector<float> ref = hot ? run_hot(rlx::Backend::Interp) : compute();
     bool agree = jit.size() == ref.size() && !jit.empty();
     for (std::size_t i = 0; agree && i < jit.size(); ++i)
       agree = std::fabs(jit[i] - ref[i]) <= 1e-5f * (1.0f + std::fabs(ref[i]));
@@ -40,10 +71,11 @@ int main() {
     }
     rlx::CacheStats st = rlx::cache_stats();
     std::printf("kernels_compiled=%lld disk_hits=%lld disk_misses=%lld disk_rejected=%lld "
-                "memory_hits=%lld agree=%d checksum=%016llx\n",
+                "memory_hits=%lld recompiled=%lld agree=%d checksum=%016llx\n",
                 static_cast<long long>(st.kernels_compiled), static_cast<long long>(st.disk_hits),
                 static_cast<long long>(st.disk_misses), static_cast<long long>(st.disk_rejected),
-                static_cast<long long>(st.kernel_memory_hits), agree ? 1 : 0,
+                static_cast<long long>(st.kernel_memory_hits),
+                static_cast<long long>(st.kernels_recompiled), agree ? 1 : 0,
                 static_cast<unsigned long long>(h));
     return agree ? 0 : 1;
   } catch (const std::exception& e) {

@@ -264,6 +264,32 @@ TEST_CASE("a second process finds the kernels on disk and compiles nothing") {
   CHECK(files_under(dir.path) == entries);
 }
 
+TEST_CASE("a kernel the first process found hot starts with the full tier's code in the next") {
+  TempDir dir;
+  std::string env = "RLX_CACHE_DIR='" + dir.str() + "'";
+  // One large element-wise kernel, compiled by the fast code generator, then by the full one.
+  Ran first = run(child(env) + " hot");
+  REQUIRE_MESSAGE(first.status == 0, first.output);
+  auto a = parse_counters(first.output);
+  CHECK(num(a, "recompiled") == 1);
+  CHECK(num(a, "kernels_compiled") == 2);
+  CHECK(num(a, "disk_misses") == 2);
+  CHECK(num(a, "agree") == 1);
+  CHECK(files_under(dir.path).size() == 2); // both tiers' objects
+
+  // The next process loads the full tier's object alone, and has nothing left to recompile.
+  Ran second = run(child(env) + " hot");
+  REQUIRE_MESSAGE(second.status == 0, second.output);
+  auto b = parse_counters(second.output);
+  CHECK(num(b, "kernels_compiled") == 0);
+  CHECK(num(b, "recompiled") == 0);
+  CHECK(num(b, "disk_hits") == 1);
+  CHECK(num(b, "disk_misses") == 0);
+  CHECK(num(b, "disk_rejected") == 0);
+  CHECK(num(b, "agree") == 1);
+  CHECK(b.at("checksum") == a.at("checksum"));
+}
+
 TEST_CASE("kernels are loaded from disk once the in-memory cache is cleared") {
   TempDir dir;
   CacheDirScope scope(dir.str());

@@ -1,5 +1,5 @@
-// tests/test_jit_row_sizes.cpp -- the JIT's row kernels (reductions over trailing axes, softmax
-// and the norms over the last axis, with their fused element-wise prologues) take the row
+// tests/test_jit_row_sizes.cpp -- the JIT's row kernels (reductions over trailing axes, softmax,
+// the norms and cumsum over the last axis, with their fused element-wise prologues) take the row
 // length at run time: a sweep over the sizes of a dynamic last dim compiles at most two kernels
 // per fused region (one for the first length, the generic one for all others), and rows of every
 // length compute what the interpreter computes, with the length read at run time
@@ -12,7 +12,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -109,6 +111,23 @@ TEST_CASE("softmax over a dynamic last dim compiles at most two kernels over 100
   CHECK(made <= 2);
 }
 
+TEST_CASE("an exclusive cumsum over a dynamic last dim of x * 0.5 + 0.25 compiles at most two "
+          "kernels over 100 sizes") {
+  Backend other = test::other_backend();
+  auto body = [](Tensor x) { return rlx::cumsum(x * 0.5f + 0.25f, -1, true); };
+  auto got = rlx::jit(body, on(other, {{0, 1, "n"}}));
+  auto want = rlx::jit(body, on(Backend::Interp, {{0, 1, "n"}}));
+  // The scan keeps the interpreter's order of additions: the same bits for the same inputs.
+  int64_t made =
+      sweep([&](const std::vector<Tensor>& a) { return got(a[0]); },
+            [&](const std::vector<Tensor>& a) { return want(a[0]); },
+            [](int64_t n) { return std::vector<Tensor>{random({4, n}, ir::DType::F32, 6)}; }, 3);
+  if (other != Backend::Jit) return;
+  CHECK(native_steps(got, 37) == 1); // one fused region: the chain is the scan's prologue
+  CHECK(made >= 1);
+  CHECK(made <= 2);
+}
+
 TEST_CASE("a layer norm over a dynamic last dim compiles at most two kernels over 100 sizes") {
   Backend other = test::other_backend();
   auto body = [](Tensor x, Tensor gamma, Tensor beta) { return rlx::layer_norm(x, gamma, beta); };
@@ -181,6 +200,9 @@ std::vector<RowCase> row_cases() {
       {"residual rms_norm", 1, [](L l) { return rlx::residual_rms_norm(l.x, l.r, l.g); }},
       {"residual rms_norm with beta and bias", 1,
        [](L l) { return rlx::residual_rms_norm(l.x, l.r, l.g, l.b, l.bias); }},
+      {"cumsum", 1, [](L l) { return rlx::cumsum(l.x, -1); }},
+      {"exclusive cumsum", 1, [](L l) { return rlx::cumsum(l.x, -1, true); }},
+      {"cumsum of x * g + v", 3, [](L l) { return rlx::cumsum(l.x * l.g + l.v, -1); }},
       {"sum of an element-wise chain", 6,
        [](L l) { return (rlx::tanh(l.x * 0.5f + 0.1f) * rlx::sigmoid(l.x) + l.x * l.x).sum(-1); }},
       {"max of x * g + v", 3, [](L l) { return (l.x * l.g + l.v).max(-1); }},
@@ -305,4 +327,44 @@ TEST_CASE("row kernels whose prologue reads operands repeated per row or one per
       }
     }
   });
+}
+
+TEST_CASE("softmax rows with a NaN, infinities or values deep in exp's underflow equal the "
+          "interpreter") {
+  // The JIT's f32 softmax takes its rows' maximum leaving NaN out and computes exp for x - max
+  // <= 0 only (lower_rows.cpp): a NaN must still reach its whole row, in the vector part of a
+  // row and in its tail, and subnormal and zero results must come out as the interpreter's.
+  test::other_backend();
+  for (int64_t len : {70, 1000}) {
+    CAPTURE(len);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> x(std::size_t(6 * len));
+    for (int64_t j = 0; j < len; ++j) {
+      float v = float((j * 37) % 23) / 11.0f - 1.0f;
+      for (int64_t r = 0; r < 6; ++r) x[std::size_t(r * len + j)] = v;
+      x[std::size_t(2 * len + j)] = -inf;
+      x[std::size_t(4 * len + j)] = -150.0f * float(j) / float(len); // exp from 1 down to 0
+    }
+    x[3] = nan;                             // row 0: a NaN in the vector part
+    x[std::size_t(len + len - 2)] = nan;    // row 1: a NaN in the tail
+    x[std::size_t(3 * len + 10)] = inf;     // row 3: one +inf
+    x[std::size_t(5 * len + len / 2)] = 40; // row 5: one large value
+    Tensor xt(rlx::Buffer::f32({6, len}, x));
+    std::vector<rlx::Buffer> results;
+    test::on_both_backends([&] { results.push_back(rlx::softmax(xt, -1).buffer()); });
+    REQUIRE(results.size() == 2);
+    test::check_buffers_close(results[0], results[1], test::backend_tolerance(ir::DType::F32),
+                              "softmax of special rows");
+    for (const rlx::Buffer& got : results) {
+      for (int64_t j = 0; j < len; ++j) {
+        CAPTURE(j);
+        CHECK(std::isnan(got.get_f64(j)));           // the row with a NaN
+        CHECK(std::isnan(got.get_f64(len + j)));     // the row with a NaN in its tail
+        CHECK(std::isnan(got.get_f64(2 * len + j))); // -inf - -inf
+        CHECK(got.get_f64(4 * len + j) >= 0);
+      }
+      CHECK(got.get_f64(4 * len + len - 1) == 0); // exp(-150) underflows
+    }
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace ir = rlx::ir;
@@ -34,6 +35,21 @@ rlx::Buffer ramp(int64_t n) {
   return b;
 }
 
+/// Keeps the process's disk cache off for one test: the full tier's code that an earlier run
+/// stored would be loaded at once, and nothing would be recompiled (tests/test_disk_cache.cpp
+/// tests that).
+struct NoDiskCache {
+  std::string saved = rlx::disk_cache_dir();
+  NoDiskCache() {
+    rlx::set_disk_cache_dir("off");
+    rlx::clear_cache();
+  }
+  ~NoDiskCache() {
+    rlx::clear_cache();
+    rlx::set_disk_cache_dir(saved.empty() ? "off" : saved);
+  }
+};
+
 bool same_bits(const rlx::Buffer& a, const rlx::Buffer& b) {
   return a.bytes().size() == b.bytes().size() &&
          std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0;
@@ -43,6 +59,7 @@ bool same_bits(const rlx::Buffer& a, const rlx::Buffer& b) {
 
 TEST_CASE("a hot element-wise kernel is compiled again by the full code generator and computes "
           "the same bits") {
+  NoDiskCache off;
   const int64_t n = int64_t(1) << 20; // the recompile comes after 2^23 elements: 8 runs
   rlx::Buffer x = ramp(n);
   const std::vector<const rlx::Buffer*> leaves{&x};
@@ -76,6 +93,7 @@ TEST_CASE("a hot element-wise kernel is compiled again by the full code generato
 }
 
 TEST_CASE("a small element-wise kernel has no second tier") {
+  NoDiskCache off;
   const int64_t n = int64_t(1) << 20;
   rlx::Buffer x = ramp(n);
   ir::Graph g;

@@ -71,7 +71,8 @@ TEST_CASE("a slice of a contiguous range is a view; unaligned, returned or inter
   NodeId z = g.tanh(g.input("z", Shape({4, 3, 5}, DType::F32)));
   NodeId unaligned = g.mul(g.narrow_(z, 0, 1, 2), g.narrow_(z, 0, 2, 2)); // 60 and 120 bytes in
   NodeId returned = g.narrow_(y, 1, 0, 16);                               // the caller's buffer
-  NodeId interpreted = g.cumsum(g.narrow_(y, 1, 16, 16), -1, false, Shape({1, 16, 16}, DType::F32));
+  // cumsum over a leading axis runs on the interpreter (the JIT's row kernels scan the last).
+  NodeId interpreted = g.cumsum(g.narrow_(y, 1, 16, 16), 1, false, Shape({1, 16, 16}, DType::F32));
   g.set_outputs({out1, unaligned, returned, interpreted});
   std::string plan = jit_matches_interpreter(g, 7);
   CHECK_MESSAGE(count(plan, "view %") == 1, plan);

@@ -108,6 +108,8 @@ inline JV libm(const char* name, std::initializer_list<JV> args) {
 // Vector-friendly f32 implementations (jit/llvm/vmath.cpp): straight-line code of fma,
 // selects and integer bit operations that the loop vectorizer widens.
 JV exp_f32(JV x);
+/// exp_f32 for x <= 0 or NaN (softmax's x - max), the same results with fewer operations.
+JV exp_f32_nonpositive(JV x);
 JV log_f32(JV x);
 JV tanh_f32(JV x);
 JV sigmoid_f32(JV x);

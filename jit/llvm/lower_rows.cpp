@@ -1,15 +1,17 @@
-// jit/llvm/lower_rows.cpp -- row kernels: reductions over trailing axes, softmax and the norms
-// over the last axis, as one LLVM function over a range of rows whose loops vectorize.
+// jit/llvm/lower_rows.cpp -- row kernels: reductions over trailing axes, softmax, the norms and
+// cumsum over the last axis, as one LLVM function over a range of rows whose loops vectorize.
 //
 // A row is the `len` contiguous elements the op reduces (reduce_sum/mean/max/min whose axes are
-// the trailing dimensions) or normalizes (softmax, layer and rms norm, also of x + residual, on
-// the last axis). Sums of
-// f32 accumulate in f64, as the interpreter's do, in vector lanes (so the order differs from
-// the interpreter's sequential sum: `reassoc` is set on those additions only); f64 sums keep its
-// order. Max and min use llvm.maximum / llvm.minimum, which propagate NaN as the interpreter
-// does. Softmax is three passes over the row: the maximum, exp(x - max) stored and summed, and
-// the scaling by 1 / sum. Layer and rms norm compute in f64 like the interpreter (two passes for
-// the moments, then the scaling).
+// the trailing dimensions), normalizes (softmax, layer and rms norm, also of x + residual, on
+// the last axis) or scans (cumsum on the last axis). Sums of f32 accumulate in f64, as the
+// interpreter's do, in vector lanes (so the order differs from the interpreter's sequential
+// sum: `reassoc` is set on those additions only); f64 sums keep its order, and so does cumsum,
+// whose running sum is its result. Max and min use llvm.maximum / llvm.minimum, which
+// propagate NaN as the interpreter does. Softmax is three passes over the row, which stays in
+// L1 between them: the maximum, exp(x - max) stored and summed, and the scaling by 1 / sum; for
+// f32 the first two run in explicit vectors of the host's lanes (softmax_max_vectors,
+// softmax_exp_vectors). Layer and rms norm compute in f64 like the interpreter (two passes for
+// the moments, then the scaling; f32 rows multiply by 1 / denom).
 //
 // The row length is an argument of the call (the slot after the output in `bufs`). A
 // size-generic kernel reads it, and places a prologue's operands by classes that every size of
@@ -98,6 +100,10 @@ int64_t row_len(const ir::Graph& g, const ir::Node& n) {
     if (n.inputs.size() != 1) return 0;
     for (int64_t a : n.op.attrs<ir::ReduceAttrs>().axes) axes.push_back(norm(a));
     break;
+  case OpKind::Cumsum:
+    if (n.inputs.size() != 1 || n.shape.dims() != in.dims()) return 0;
+    axes = {norm(n.op.attrs<ir::CumsumAttrs>().axis)};
+    break;
   default:
     return 0;
   }
@@ -122,6 +128,80 @@ llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
   fmf.setAllowReassoc();
   bld.setFastMathFlags(fmf);
   return bld.CreateFAdd(a, b);
+}
+
+/// The largest element of x[row0 + i] for i in [0, end) (end a multiple of w), NaN left out: a
+/// NaN reaches softmax's result through exp(x - max) and the sum anyway, so the maximum needs
+/// no NaN propagation, and x86's max instruction is one operation where llvm.maximum's
+/// lowering is six. Four accumulators hide the instruction's latency.
+llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* x,
+                                 llvm::Value* row0, llvm::Value* end) {
+  llvm::Type* f32 = b.getFloatTy();
+  auto* vf = llvm::FixedVectorType::get(f32, w);
+  auto max = [&](llvm::Value* a, llvm::Value* v) {
+    return b.CreateSelect(b.CreateFCmpOGT(v, a), v, a); // a NaN v keeps a
+  };
+  auto load = [&](llvm::Value* i) {
+    return b.CreateAlignedLoad(vf, b.CreateInBoundsGEP(f32, x, b.CreateAdd(row0, i)),
+                               llvm::Align(4));
+  };
+  llvm::Value* lowest = llvm::ConstantFP::getInfinity(vf, /*Negative=*/true);
+  constexpr unsigned kAcc = 4;
+  llvm::Value* end4 = b.CreateAnd(end, b.getInt64(~uint64_t(kAcc * w - 1)));
+  std::vector<llvm::Value*> acc = emit_loop(
+      b.getInt64(0), end4, std::vector<llvm::Value*>(kAcc, lowest),
+      [&](llvm::Value* i, std::vector<llvm::Value*> a) {
+        for (unsigned k = 0; k < kAcc; ++k)
+          a[k] = max(a[k], load(b.CreateAdd(i, b.getInt64(k * w))));
+        return a;
+      },
+      int64_t(kAcc * w));
+  llvm::Value* m = max(max(acc[0], acc[1]), max(acc[2], acc[3]));
+  m = emit_loop(
+      end4, end, {m},
+      [&](llvm::Value* i, std::vector<llvm::Value*> a) {
+        return std::vector<llvm::Value*>{max(a[0], load(i))};
+      },
+      int64_t(w))[0];
+  // The lanes hold no NaN: their maximum in any order.
+  for (unsigned half = w / 2; half >= 1; half /= 2) {
+    std::vector<int> hi(half), lo(half);
+    for (unsigned j = 0; j < half; ++j) lo[j] = int(j), hi[j] = int(j + half);
+    m = max(b.CreateShuffleVector(m, lo), b.CreateShuffleVector(m, hi));
+  }
+  return b.CreateExtractElement(m, uint64_t(0));
+}
+
+/// Softmax's exp pass over elements [0, end) of a row of f32 (end a multiple of w), in
+/// vectors of w lanes: y[i] = exp(x[i] - m) stored, and their sum in f64 lanes returned. Left
+/// to the loop vectorizer, this loop got 8 lanes on AVX-512 (the f64 sum's width decided) and
+/// exp's scalar code, whose scaling by 2^n takes seven integer operations where a 16-lane vector
+/// has one instruction (vmath.cpp: exp_core): 1.33 cycles an element against 0.8.
+llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* x, llvm::Value* y,
+                                 llvm::Value* row0, llvm::Value* end, llvm::Value* m) {
+  llvm::Type* f32 = b.getFloatTy();
+  auto* vf = llvm::FixedVectorType::get(f32, w);
+  auto* vd = llvm::FixedVectorType::get(b.getDoubleTy(), w);
+  llvm::Value* mv = b.CreateVectorSplat(w, m);
+  llvm::Value* acc = emit_loop(
+      b.getInt64(0), end, {llvm::ConstantFP::get(vd, 0.0)},
+      [&](llvm::Value* i, std::vector<llvm::Value*> sum) {
+        llvm::Value* at = b.CreateAdd(row0, i);
+        llvm::Value* v = b.CreateAlignedLoad(vf, b.CreateInBoundsGEP(f32, x, at), llvm::Align(4));
+        EmitContext saved = t_emit;
+        t_emit.lanes = w;
+        llvm::Value* ex = exp_f32_nonpositive(JV(b.CreateFSub(v, mv))).v;
+        t_emit = saved;
+        b.CreateAlignedStore(ex, b.CreateInBoundsGEP(f32, y, at), llvm::Align(4));
+        return std::vector<llvm::Value*>{b.CreateFAdd(sum[0], b.CreateFPExt(ex, vd))};
+      },
+      int64_t(w))[0];
+  // The lanes' sums added in any order (f64 sums of f32 terms: far below f32's rounding).
+  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowReassoc();
+  b.setFastMathFlags(fmf);
+  return b.CreateFAddReduce(llvm::ConstantFP::get(b.getDoubleTy(), 0.0), acc);
 }
 
 } // namespace
@@ -202,6 +282,7 @@ struct RowPlan {
   bool generic = false;
   std::vector<Along> along; ///< per prologue operand, when generic
   bool scratch = false;     ///< a fused residual norm keeps its row's sums on the stack
+  bool wide_params = false; ///< an f32 norm widens gamma and beta once per call, on the stack
 };
 
 RowPlan plan_row(const ir::Graph& g, const ir::Node& n, const ir::FusedKernel* prologue) {
@@ -217,8 +298,10 @@ RowPlan plan_row(const ir::Graph& g, const ir::Node& n, const ir::FusedKernel* p
       p.generic = false;
   }
   OpKind k = n.op.kind();
-  p.scratch = (k == OpKind::FusedResidualLN || k == OpKind::FusedResidualRmsNorm) &&
-              p.len <= kMaxScratchRow;
+  bool residual = k == OpKind::FusedResidualLN || k == OpKind::FusedResidualRmsNorm;
+  p.scratch = residual && p.len <= kMaxScratchRow;
+  p.wide_params = (residual || k == OpKind::LayerNorm || k == OpKind::RmsNorm) &&
+                  n.shape.dtype() == DType::F32 && p.len <= kMaxScratchRow;
   return p;
 }
 
@@ -360,6 +443,23 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     scratch = a;
   }
   llvm::Value* count = b.CreateSIToFP(len, e.dty); // of the mean and the norms
+  // An f32 norm widens gamma and beta once per call, not in every row, into rows on the stack:
+  // two conversions per element fewer in its last pass (layer norm over f32[512, 768]: 7% less
+  // time). Keeping the widened x as well (as scratch) made it slower: the rows no longer fit L1.
+  llvm::Value *gamma_wide = nullptr, *beta_wide = nullptr;
+  if (plan.wide_params) {
+    llvm::Value* room = b.getInt64(uint64_t(plan.generic ? kMaxScratchRow : plan.len));
+    auto widened = [&](std::size_t j, const char* name) {
+      auto* a = b.CreateAlloca(b.getDoubleTy(), room, name);
+      a->setAlignment(llvm::Align(64));
+      e.each([&](llvm::Value* i) {
+        b.CreateStore(e.widen(e.load(arg(j), i)), b.CreateInBoundsGEP(e.dty, a, i));
+      });
+      return a;
+    };
+    gamma_wide = widened(n.inputs.size() - 2, "gamma_row");
+    beta_wide = widened(n.inputs.size() - 1, "beta_row");
+  }
 
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
@@ -396,6 +496,15 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       llvm::Value* s = e.sum(xd);
       if (k == OpKind::ReduceMean) s = b.CreateFDiv(s, count);
       e.store(e.narrow(s), e.y, r);
+    } else if (k == OpKind::Cumsum) {
+      // The running sum in f64 in the interpreter's order (so the same bits), each element
+      // rounded as it is stored; exclusive stores the sum before the element.
+      bool exclusive = n.op.attrs<ir::CumsumAttrs>().exclusive;
+      emit_loop(b.getInt64(0), e.L, {e.f64(0.0)}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+        llvm::Value* next = b.CreateFAdd(acc[0], e.widen(e.xv(i)));
+        e.store(e.narrow(exclusive ? acc[0] : next), e.y, at(i));
+        return RowEmitter::Vals{next};
+      });
     } else if (norm) {
       // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
       // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
@@ -414,19 +523,46 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
                                              {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
       llvm::Value* gamma = arg(n.inputs.size() - 2);
       llvm::Value* beta = arg(n.inputs.size() - 1);
+      // f32 rows multiply by 1 / denom: a vector division per 8 elements was the pass's
+      // bottleneck, and the two f64 results differ by an ulp of f64, which the rounding to f32
+      // keeps unless it falls within that of a rounding boundary. f64 rows keep the division
+      // (their results match the interpreter's to the bit).
+      llvm::Value* inv = t == DType::F32 ? b.CreateFDiv(e.f64(1.0), denom) : nullptr;
       e.each([&](llvm::Value* i) {
-        llvm::Value* v = b.CreateFDiv(b.CreateFSub(again(i), mean), denom);
-        v = b.CreateFAdd(b.CreateFMul(v, e.widen(e.load(gamma, i))), e.widen(e.load(beta, i)));
+        llvm::Value* d = b.CreateFSub(again(i), mean);
+        llvm::Value* v = inv ? b.CreateFMul(d, inv) : b.CreateFDiv(d, denom);
+        auto param = [&](llvm::Value* wide, llvm::Value* narrow) {
+          return wide ? b.CreateLoad(e.dty, b.CreateInBoundsGEP(e.dty, wide, i))
+                      : e.widen(e.load(narrow, i));
+        };
+        v = b.CreateFAdd(b.CreateFMul(v, param(gamma_wide, gamma)), param(beta_wide, beta));
         e.store(e.narrow(v), e.y, at(i));
       });
     } else {
       // Softmax: the max, then e = exp(x - max) stored and summed, then y = e * (1 / sum).
-      llvm::Value* m = e.extremum(llvm::Intrinsic::maximum, -kInf);
-      llvm::Value* s = e.sum([&](llvm::Value* i) {
-        JV ex = exp(JV(b.CreateFSub(e.xv(i), m)));
+      // The row's leading multiple of the host's lanes in explicit vectors (f32 without a
+      // prologue), the rest one element at a time.
+      llvm::Value* m = llvm::ConstantFP::getInfinity(ety, /*Negative=*/true);
+      llvm::Value* s = e.f64(0.0);
+      llvm::Value* from = b.getInt64(0);
+      unsigned w = host_f32_lanes();
+      bool vectors = t == DType::F32 && !prologue && w > 1;
+      if (vectors) {
+        from = b.CreateAnd(e.L, b.getInt64(~uint64_t(w - 1)));
+        m = softmax_max_vectors(b, w, body_fn->getArg(0), row0, from);
+      }
+      m = emit_loop(from, e.L, {m}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+        return RowEmitter::Vals{
+            b.CreateIntrinsic(llvm::Intrinsic::maximum, {ety}, {acc[0], e.xv(i)})};
+      })[0];
+      if (vectors) s = softmax_exp_vectors(b, w, body_fn->getArg(0), e.y, row0, from, m);
+      s = emit_loop(from, e.L, {s}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+        JV d = b.CreateFSub(e.xv(i), m);
+        JV ex = t == DType::F32 ? exp_f32_nonpositive(d) : exp(d);
         e.store(ex.v, e.y, at(i));
-        return e.widen(ex.v);
-      });
+        llvm::Value* w = e.widen(ex.v);
+        return RowEmitter::Vals{t == DType::F32 ? reassoc_add(acc[0], w) : b.CreateFAdd(acc[0], w)};
+      })[0];
       llvm::Value* inv = e.narrow(b.CreateFDiv(e.f64(1.0), s));
       e.each([&](llvm::Value* i) { e.store(b.CreateFMul(e.load(e.y, at(i)), inv), e.y, at(i)); });
     }
@@ -445,7 +581,8 @@ std::string emission_key(const ir::Graph& g, const ir::Node& n, const ir::FusedK
                          const RowPlan& plan) {
   std::string key = "row " + ir::op_to_text(n.op) + std::string(ir::dtype_name(n.shape.dtype())) +
                     (plan.generic ? " len=run" : " len=" + std::to_string(plan.len)) +
-                    (plan.scratch ? " scratch" : "") + " operands=";
+                    (plan.scratch ? " scratch" : "") + (plan.wide_params ? " wide_params" : "") +
+                    " operands=";
   for (ir::NodeId in : n.inputs) key += std::string(ir::dtype_name(g.shape(in).dtype())) + ",";
   if (prologue) {
     auto x = std::find(prologue->nodes.begin(), prologue->nodes.end(), n.inputs[0]);

@@ -307,24 +307,33 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   }
   m.setModuleIdentifier("rlx");
   m.setSourceFileName("rlx");
-  llvm::BLAKE3 hasher;
-  hasher.update(s.key_prefix(mb.passes, mb.fast_codegen));
-  { // the bitcode: a complete serialization, several times faster to make than the text
-    llvm::SmallVector<char, 0> bitcode;
+  // The bitcode: a complete serialization, several times faster to make than the text.
+  llvm::SmallVector<char, 0> bitcode;
+  {
     llvm::raw_svector_ostream os(bitcode);
     llvm::WriteBitcodeToFile(m, os);
+  }
+  auto key_of = [&](bool fast) {
+    llvm::BLAKE3 hasher;
+    hasher.update(s.key_prefix(mb.passes, fast));
     hasher.update(
         llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bitcode.data()), bitcode.size()));
-  }
-  disk::Key key = hasher.final<32>();
+    return hasher.final<32>();
+  };
+  auto symbols_of = [&](const std::string& base) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < defined.size(); ++i)
+      out.push_back(base + (i == 0 ? "" : "_" + std::to_string(i)));
+    return out;
+  };
+  disk::Key key = key_of(mb.fast_codegen);
   const std::string hex = disk::to_hex(key);
   const std::string base = "rlx_" + hex.substr(0, 32);
-  std::vector<std::string> symbols;
+  std::vector<std::string> symbols = symbols_of(base);
   for (std::size_t i = 0; i < defined.size(); ++i) {
-    symbols.push_back(base + (i == 0 ? "" : "_" + std::to_string(i)));
-    defined[i]->setName(symbols.back());
-    if (defined[i]->getName() != symbols.back())
-      throw InternalError("jit: cannot name a kernel " + symbols.back());
+    defined[i]->setName(symbols[i]);
+    if (defined[i]->getName() != symbols[i])
+      throw InternalError("jit: cannot name a kernel " + symbols[i]);
   }
   for (std::size_t i = 0; i < local.size(); ++i) {
     const std::string& n = local_names[i];
@@ -332,13 +341,14 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
     local[i]->setName(base + (derived ? n.substr(module_name.size()) : ".l" + std::to_string(i)));
   }
 
+  bool fast = mb.fast_codegen; // false once the full tier's code is found (below)
   /// Optimized IR and assembly for RLX_DUMP (also for code that was not compiled here).
   auto dump_compiled = [&](llvm::Module& opt) {
     if (debug.dump_llvm) write_dump(debug, module_name + ".opt.ll", print(opt));
     if (debug.dump_asm) {
       std::unique_ptr<llvm::Module> copy = llvm::CloneModule(opt);
       write_dump(debug, module_name + ".s",
-                 s.emit(*copy, llvm::CodeGenFileType::AssemblyFile, mb.fast_codegen));
+                 s.emit(*copy, llvm::CodeGenFileType::AssemblyFile, fast));
     }
   };
 
@@ -347,27 +357,66 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   std::unique_lock lock(s.mu_);
   // The same code already loaded: share it. An entry whose code is being removed is waited for
   // (its symbols must leave the JITDylib before they are defined again).
-  for (;;) {
-    auto it = s.loaded_.find(hex);
-    if (it == s.loaded_.end()) break;
-    if ((loaded = it->second.lock())) break;
-    s.cv_.wait(lock);
-  }
-  if (loaded) {
-    origin = CodeOrigin::Memory;
-    ++count.memory_hits;
-  }
-  const std::string dir = loaded ? std::string() : disk::directory();
-  auto load = [&](const std::string& object, std::string& error) {
+  auto find_loaded = [&](const std::string& h) {
+    for (;;) {
+      auto it = s.loaded_.find(h);
+      if (it == s.loaded_.end()) return false;
+      if ((loaded = it->second.lock())) {
+        origin = CodeOrigin::Memory;
+        ++count.memory_hits;
+        return true;
+      }
+      s.cv_.wait(lock);
+    }
+  };
+  auto load_as = [&](const std::string& object, const std::string& as,
+                     const std::vector<std::string>& syms, std::string& error) {
     auto rt = s.jit_->getMainJITDylib().createResourceTracker();
-    std::optional<std::vector<void*>> addresses = link(s, rt, object, symbols, error);
+    std::optional<std::vector<void*>> addresses = link(s, rt, object, syms, error);
     if (!addresses) return false;
     loaded = std::make_shared<Loaded>();
-    loaded->key = hex;
+    loaded->key = as;
     loaded->rt = std::move(rt);
     loaded->addresses = std::move(*addresses);
-    s.loaded_[hex] = loaded;
+    s.loaded_[as] = loaded;
     return true;
+  };
+  // The tiers (jit/steps.cpp): a module for the fast code generator whose full code exists,
+  // loaded here or stored on disk by an earlier process that found the kernel hot, gets that
+  // code instead. The full object has its own key (the codegen level is in the prefix) and
+  // names its functions after it; the functions come in the same order. The first tier's code
+  // already loaded here comes before the full code on disk: a kernel lowered twice in one
+  // process gets the same code both times (what RLX_CHECK_PLAN asserts), and its step compiles
+  // the full code when it turns hot.
+  if (fast) {
+    const disk::Key full_key = key_of(false);
+    const std::string full_hex = disk::to_hex(full_key);
+    std::vector<std::string> full_symbols = symbols_of("rlx_" + full_hex.substr(0, 32));
+    if (!find_loaded(full_hex)) find_loaded(hex);
+    const std::string full_dir = loaded ? std::string() : disk::directory();
+    if (!full_dir.empty()) {
+      // Only a hit counts: a miss is the usual case, the first tier's own key is looked up next.
+      disk::Loaded entry = disk::load(full_dir, full_key);
+      std::string error;
+      if (entry.status == disk::Loaded::Status::Rejected ||
+          (entry.status == disk::Loaded::Status::Hit &&
+           !load_as(std::string(entry.payload.data(), entry.payload.size()), full_hex, full_symbols,
+                    error))) {
+        ++count.disk_rejected;
+      } else if (entry.status == disk::Loaded::Status::Hit) {
+        origin = CodeOrigin::Disk;
+        ++count.disk_hits;
+      }
+    }
+    if (loaded && loaded->key == full_hex) {
+      fast = false;
+      symbols = std::move(full_symbols);
+    }
+  }
+  if (!loaded) find_loaded(hex);
+  const std::string dir = loaded ? std::string() : disk::directory();
+  auto load = [&](const std::string& object, std::string& error) {
+    return load_as(object, hex, symbols, error);
   };
   if (!loaded && !dir.empty()) {
     disk::Loaded entry = disk::load(dir, key);
@@ -398,7 +447,7 @@ std::shared_ptr<const CompiledCode> add_module(ModuleBuilder mb) {
   }
   lock.unlock();
   t_last_compile = CompileRecord{origin, symbols.empty() ? base : symbols[0]};
-  return std::make_shared<Code>(std::move(loaded), std::move(names), mb.fast_codegen);
+  return std::make_shared<Code>(std::move(loaded), std::move(names), fast);
 }
 
 const char* origin_name(CodeOrigin origin) {

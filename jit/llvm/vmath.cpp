@@ -120,6 +120,14 @@ JV exp_f32(JV x) {
   return sel(x != x, x, y);
 }
 
+JV exp_f32_nonpositive(JV x) {
+  // No overflow to select, and a NaN passes the clamp (x < -104 is false for it) and the
+  // reduction's arithmetic as a NaN, so only the underflow needs a select.
+  JV xc = sel(x < JV(c_f32(-104.0f)), c_f32(-104.0f), x);
+  JV y = exp_core(xc, /*wide=*/true);
+  return sel(x < JV(c_f32(-103.972084045410f)), c_f32(0.0f), y);
+}
+
 JV log_f32(JV x) {
   llvm::IRBuilder<>& b = B();
   // Subnormals: scale into the normal range first.
