@@ -1,9 +1,9 @@
 // bench/bench_packed.cpp -- decode-shaped dequant_matmul (m = 1, k = n = 4096: one token through
 // a 4096x4096 linear layer stored as Q4_0 or Q8_0) and its adjoint (g . W, the product's VJP in x:
-// a decode step's backward), the JIT's kernels on 1 and 2 threads. A decode
-// step reads every packed byte once and does 2 flops per weight, so it is bound by memory: the
-// rows report the packed weights read per second (GB/s) next to a STREAM triad measured in the
-// same run, on the same threads (issue 25 asks for at least 70% of it).
+// a decode step's backward), the JIT's kernels on 1 and 2 threads. A decode step reads every
+// packed byte once and does 2 flops per weight, so it is bound by memory: the rows report the
+// packed weights read per second (GB/s) next to a STREAM triad measured in the same run, on the
+// same threads (issue 25 asks for at least 70% of it).
 #include "bench_util.hpp"
 
 #include <rlx/ir/graph.hpp>

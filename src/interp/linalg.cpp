@@ -55,8 +55,9 @@ void check_args(lapack_int info, const char* routine) {
 
 // ---- The s*/d* pairs, chosen by T.
 
-// LU of a square column-major matrix (the _work entries skip LAPACKE's layout handling and its
-// NaN scan: a NaN flows into the result, as in numpy).
+// LU of a square column-major matrix. The _work entries skip LAPACKE's layout handling and its
+// NaN scan, which reported a NaN in A as an invalid argument (an internal error here): a NaN now
+// goes into LAPACK like any value.
 lapack_int getrf_col(int n, float* a, lapack_int* p) {
   return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, n, n, a, n, p);
 }
