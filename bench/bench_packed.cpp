@@ -1,8 +1,9 @@
 // bench/bench_packed.cpp -- decode-shaped dequant_matmul (m = 1, k = n = 4096: one token through
-// a 4096x4096 linear layer stored as Q4_0 or Q8_0), the JIT's kernel on 1 and 2 threads. A decode
-// step reads every packed byte once and does 2 flops per weight, so it is bound by memory: the
-// rows report the packed weights read per second (GB/s) next to a STREAM triad measured in the
-// same run, on the same threads (issue 25 asks for at least 70% of it).
+// a 4096x4096 linear layer stored as Q4_0 or Q8_0) and its adjoint (g . W, the product's VJP in x:
+// a decode step's backward), the JIT's kernels on 1 and 2 threads. A decode step reads every
+// packed byte once and does 2 flops per weight, so it is bound by memory: the rows report the
+// packed weights read per second (GB/s) next to a STREAM triad measured in the same run, on the
+// same threads (issue 25 asks for at least 70% of it).
 #include "bench_util.hpp"
 
 #include <rlx/ir/graph.hpp>
@@ -57,62 +58,75 @@ bool run(rlx::quant::QuantFormat format, const char* name, const bench::Args& ar
   const int64_t rb = packed.size(1);
   std::vector<uint8_t> bytes = packed.to_vector<uint8_t>();
 
-  rlx::ir::Graph g;
-  auto xi = g.input("x", rlx::ir::Shape({1, k}, rlx::ir::DType::F32));
-  auto wi = g.input("w", rlx::ir::Shape({n, rb}, rlx::ir::DType::U8));
-  g.set_outputs(
-      {g.dequant_matmul_packed(xi, wi, scheme, rlx::ir::Shape({1, n}, rlx::ir::DType::F32))});
-  rlx::Buffer xb = rlx::Buffer::uninitialized(g.shape(xi));
-  std::memcpy(xb.bytes().data(), x.data(), x.size() * 4);
+  // The forward form x [1, k] -> [1, n], and the adjoint g [1, n] -> [1, k] (its VJP in x,
+  // a decode step's backward); both read the same packed bytes.
+  struct Form {
+    std::string label;
+    rlx::ir::Graph g;
+    rlx::Buffer in;
+  };
+  std::vector<Form> forms;
+  for (bool adjoint : {false, true}) {
+    Form& f = forms.emplace_back();
+    f.label = std::string("rlx ") + name + (adjoint ? " adjoint (g . W)" : "");
+    const int64_t in_len = adjoint ? n : k;
+    auto xi = f.g.input("x", rlx::ir::Shape({1, in_len}, rlx::ir::DType::F32));
+    auto wi = f.g.input("w", rlx::ir::Shape({n, rb}, rlx::ir::DType::U8));
+    f.g.set_outputs({f.g.add_inferred(
+        rlx::ir::Op(rlx::ir::OpKind::DequantMatMul, rlx::ir::DequantMatMulAttrs{scheme, adjoint}),
+        {xi, wi})});
+    f.in = rlx::Buffer::uninitialized(f.g.shape(xi));
+    std::memcpy(f.in.bytes().data(), x.data(), std::size_t(in_len) * 4);
+  }
   // A model's layers do not fit in the last-level cache: cycle through copies of the weight
   // totalling at least 256 MiB, so every call reads its weights from memory, as a decode step
   // does.
   const int64_t layers = std::max<int64_t>(2, (int64_t(256) << 20) / (n * rb) + 1);
   std::vector<rlx::Buffer> wbs;
   for (int64_t l = 0; l < layers; ++l) {
-    wbs.push_back(rlx::Buffer::uninitialized(g.shape(wi)));
+    wbs.push_back(rlx::Buffer::uninitialized(rlx::ir::Shape({n, rb}, rlx::ir::DType::U8)));
     std::memcpy(wbs.back().bytes().data(), bytes.data(), bytes.size());
   }
-  std::vector<std::vector<const rlx::Buffer*>> layer_leaves;
-  for (const rlx::Buffer& wb : wbs) layer_leaves.push_back({&xb, &wb});
-  const std::vector<const rlx::Buffer*>& leaves = layer_leaves[0];
-
-  // The reference: the interpreter's kernel (the specification, accumulating in double).
-  auto spec = rlx::compile(g, rlx::Backend::Interp)->run(leaves);
-  std::vector<double> ref(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) ref[std::size_t(i)] = spec[0].get_f64(i);
-
-  auto exe = rlx::compile(g, rlx::Backend::Jit);
-  bool ok = true;
   bench::emit_note(kTable, std::string(name) + ": " + std::to_string(n * rb >> 20) + " MiB of " +
                                name + " blocks per call, " + std::to_string(layers) +
                                " layers' copies cycled");
-  for (int threads : args.threads) {
-    rlx::set_num_threads(threads);
-    // f32 accumulation of 4096 products: the check is relative to the outputs' scale.
-    auto out = exe->run(leaves);
-    double worst = 0, scale = 1;
-    for (int64_t i = 0; i < n; ++i) {
-      worst = std::max(worst, std::abs(out[0].get_f64(i) - ref[std::size_t(i)]));
-      scale = std::max(scale, std::abs(ref[std::size_t(i)]));
+  bool ok = true;
+  for (Form& f : forms) {
+    std::vector<std::vector<const rlx::Buffer*>> layer_leaves;
+    for (const rlx::Buffer& wb : wbs) layer_leaves.push_back({&f.in, &wb});
+    const std::vector<const rlx::Buffer*>& leaves = layer_leaves[0];
+    // The reference: the interpreter's kernel (the specification, accumulating in double).
+    auto spec = rlx::compile(f.g, rlx::Backend::Interp)->run(leaves);
+    const int64_t out_len = spec[0].numel();
+    std::vector<double> ref(static_cast<std::size_t>(out_len));
+    for (int64_t i = 0; i < out_len; ++i) ref[std::size_t(i)] = spec[0].get_f64(i);
+    auto exe = rlx::compile(f.g, rlx::Backend::Jit);
+    for (int threads : args.threads) {
+      rlx::set_num_threads(threads);
+      // f32 accumulation of 4096 products: the check is relative to the outputs' scale.
+      auto out = exe->run(leaves);
+      double worst = 0, scale = 1;
+      for (int64_t i = 0; i < out_len; ++i) {
+        worst = std::max(worst, std::abs(out[0].get_f64(i) - ref[std::size_t(i)]));
+        scale = std::max(scale, std::abs(ref[std::size_t(i)]));
+      }
+      std::printf("check %s threads=%d: max|y - interpreter| = %.3g (outputs up to %.3g)\n",
+                  f.label.c_str(), threads, worst, scale);
+      if (worst > 1e-5 * scale) {
+        std::printf("FAILED: %s differs from the interpreter\n", f.label.c_str());
+        ok = false;
+        continue;
+      }
+      std::size_t next = 0;
+      auto s = bench::measure(
+          [&] {
+            auto r = exe->run(layer_leaves[next]);
+            next = (next + 1) % layer_leaves.size();
+            bench::clobber(r[0].bytes().data());
+          },
+          budget);
+      bench::emit_rate({kTable, f.label, threads, k, false, "GB/s"}, s, double(n * rb) / 1e9);
     }
-    std::printf("check %s threads=%d: max|y - interpreter| = %.3g (outputs up to %.3g)\n", name,
-                threads, worst, scale);
-    if (worst > 1e-5 * scale) {
-      std::printf("FAILED: %s differs from the interpreter\n", name);
-      ok = false;
-      continue;
-    }
-    std::size_t next = 0;
-    auto s = bench::measure(
-        [&] {
-          auto r = exe->run(layer_leaves[next]);
-          next = (next + 1) % layer_leaves.size();
-          bench::clobber(r[0].bytes().data());
-        },
-        budget);
-    bench::emit_rate({kTable, std::string("rlx ") + name, threads, k, false, "GB/s"}, s,
-                     double(n * rb) / 1e9);
   }
   return ok;
 }

@@ -1,6 +1,7 @@
 // bench/bench_solve.cpp -- dense_solve (x = A^-1 b, LU with partial pivoting) at N = 512 with one
 // right-hand side, f32: rlx (a dense_solve graph compiled with rlx::compile(g, Backend::Jit),
-// timed through Executable::run: the step copies A and b and calls LAPACK's getrf + getrs)
+// timed through Executable::run: the step copies A and b, factors the row-major A as LAPACK's
+// column-major A^T with getrf and solves with getrs trans = 'T')
 // against LAPACKE_sgesv called directly (column-major, LAPACK's own layout, on a copy of A and b
 // made inside each timed call, since sgesv overwrites both), on 1 and 2 threads (both run the
 // LAPACK that liblapack.so.3 points at, OpenBLAS's where installed, threads set with
@@ -32,10 +33,11 @@ constexpr char kTable[] = "dense_solve";
 int main(int argc, char** argv) {
   bench::Args args = bench::parse_args(argc, argv, {512});
   const bench::Budget budget = bench::budget_of(args);
-  bench::emit_note(kTable, "x = A^-1 b, f32, A [N, N] (size = N), one right-hand side b [N]; "
-                           "rlx: dense_solve through Executable::run (copies, then LAPACK getrf "
-                           "+ getrs); LAPACKE_sgesv: column-major, A and b copied per call "
-                           "(sgesv overwrites them)");
+  bench::emit_note(kTable,
+                   "x = A^-1 b, f32, A [N, N] (size = N), one right-hand side b [N]; "
+                   "rlx: dense_solve through Executable::run (copies, then LAPACK getrf "
+                   "of A^T + getrs 'T'); LAPACKE_sgesv: column-major, A and b copied per call "
+                   "(sgesv overwrites them)");
   bool ok = true;
   for (int64_t n : args.sizes) {
     std::vector<float> a = bench::weyl(n * n, 3, -1.0, 1.0), b = bench::weyl(n, 5, -1.0, 1.0);

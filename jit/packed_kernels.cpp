@@ -1,13 +1,16 @@
-// jit/packed_kernels.cpp -- dequant_matmul on the thread pool (see packed_kernels.hpp). The
-// packed bytes are the traffic that matters for a decode step (m = 1): each row's blocks are
-// decoded into a 1 KB buffer and consumed at once, Q4_0 and Q8_0 (the common GGUF weights)
-// by decoders inlined into the vectorized loop, the other formats by the block codecs
-// (src/quant/packed_formats.cpp).
+// jit/packed_kernels.cpp -- dequant_matmul on the thread pool (see packed_kernels.hpp). The packed
+// bytes are the traffic that matters for a decode step (m = 1): each row's blocks are decoded into
+// a 1 KB buffer and consumed at once, Q4_0 and Q8_0 (the common GGUF weights) by decoders inlined
+// into the vectorized loop, the other formats by the block codecs (src/quant/packed_formats.cpp).
+// At m = 1, Q4_0 and Q8_0 skip the buffer on AVX-512: both forms decode each block into registers
+// with one decoder (gemv and adjoint_gemv).
 #include "packed_kernels.hpp"
 
 #include "quant/packed_formats.hpp"
 #include "support/half.hpp"
 #include "thread_pool.hpp"
+
+#include <rlx/settings.hpp>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -74,107 +77,256 @@ struct Job {
   int64_t m, chunk;
 };
 
+/// Values [k0, k0 + len) of row j of W into out: Q4_0 and Q8_0 by the inlined decoders above, the
+/// other formats by their block codecs.
+[[gnu::always_inline]] inline void decode_chunk(const quant::DequantRows& r, int64_t j, int64_t k0,
+                                                int64_t len, float* out) {
+  const QuantFormat f = r.scheme.format;
+  if (r.packed && f == QuantFormat::Q4_0)
+    decode_q4_0(r.packed + j * r.row_bytes + k0 / 32 * 18, len / 32, out);
+  else if (r.packed && f == QuantFormat::Q8_0)
+    decode_q8_0(r.packed + j * r.row_bytes + k0 / 32 * 34, len / 32, out);
+  else
+    r.decode(j, k0, len, out);
+}
+
 /// Rows [j0, j1) of W against every row of x.
 [[gnu::always_inline]] inline void rows_body(const Job& job, int64_t j0, int64_t j1, float* buf,
                                              float* acc) {
   const quant::DequantRows& r = *job.rows;
   const int64_t k = r.k, m = job.m, n = r.n;
-  const QuantFormat f = r.scheme.format;
-  const bool q4 = r.packed && f == QuantFormat::Q4_0, q8 = r.packed && f == QuantFormat::Q8_0;
   for (int64_t j = j0; j < j1; ++j) {
     std::fill(acc, acc + m, 0.0f);
     for (int64_t k0 = 0; k0 < k; k0 += job.chunk) {
       const int64_t len = std::min(job.chunk, k - k0);
-      if (q4)
-        decode_q4_0(r.packed + j * r.row_bytes + k0 / 32 * 18, len / 32, buf);
-      else if (q8)
-        decode_q8_0(r.packed + j * r.row_bytes + k0 / 32 * 34, len / 32, buf);
-      else
-        r.decode(j, k0, len, buf);
+      decode_chunk(r, j, k0, len, buf);
       for (int64_t i = 0; i < m; ++i) acc[i] += dot(job.x + i * k + k0, buf, len);
     }
     for (int64_t i = 0; i < m; ++i) job.y[i * n + j] = acc[i];
   }
 }
 
-using RowsFn = void (*)(const Job&, int64_t, int64_t, float*, float*);
+// ---- The adjoint form (adjoint=true): y [m, k] = g [m, n] . W, dequant_matmul's VJP with respect
+// to x. The k columns of y are split over the thread pool in chunks of whole blocks (at most 256
+// values, or one block); a task zeroes its chunk of every row of y, then for each row j of W
+// decodes that chunk of row j into an L1 buffer and adds g[i, j] times it to row i (four rows at a
+// time). Every packed byte is read once per call, W is never held in f32, and each sum over j runs
+// in f32 in row order (the same bits on any thread count). At m = 1 (a decode step's backward) Q4_0
+// and Q8_0 take adjoint_gemv below instead, with y in registers.
+constexpr int64_t kAdjointRows = 4;
 
-#if defined(__x86_64__)
-/// A block's products q x in 16 lanes (their sum is the block's dot product): codes at p.
-[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] [[gnu::always_inline]] inline __m512
-block_products(bool q4, __m512 table, const uint8_t* p, const float* x) {
-  __m512 a, c;
-  if (q4) {
-    const __m512i q =
-        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));
-    a = _mm512_permutexvar_ps(q, table);
-    c = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
-  } else {
-    a = _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))));
-    c = _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18))));
+/// buf holds kAdjointRows chunks.
+[[gnu::always_inline]] inline void adjoint_body(const Job& job, int64_t c0, int64_t c1,
+                                                float* buf) {
+  const quant::DequantRows& r = *job.rows;
+  const int64_t k = r.k, n = r.n, m = job.m;
+  for (int64_t k0 = c0; k0 < c1; k0 += job.chunk) {
+    const int64_t len = std::min(job.chunk, c1 - k0);
+    for (int64_t i = 0; i < m; ++i) std::fill_n(job.y + i * k + k0, len, 0.0f);
+    // kAdjointRows rows of W at a time, so each row of y is loaded and stored once per group; the
+    // sum is still formed in row order.
+    for (int64_t j0 = 0; j0 < n; j0 += kAdjointRows) {
+      const int64_t rows = std::min<int64_t>(kAdjointRows, n - j0);
+      for (int64_t q = 0; q < rows; ++q) {
+        decode_chunk(r, j0 + q, k0, len, buf + q * job.chunk);
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const float* g = job.x + i * n + j0;
+        float* o = job.y + i * k + k0;
+        if (rows == kAdjointRows) {
+          const float *b0 = buf, *b1 = buf + job.chunk, *b2 = buf + 2 * job.chunk,
+                      *b3 = buf + 3 * job.chunk;
+          for (int64_t c = 0; c < len; ++c)
+            o[c] = o[c] + g[0] * b0[c] + g[1] * b1[c] + g[2] * b2[c] + g[3] * b3[c];
+        } else {
+          for (int64_t q = 0; q < rows; ++q)
+            for (int64_t c = 0; c < len; ++c) o[c] += g[q] * buf[q * job.chunk + c];
+        }
+      }
+    }
   }
-  return _mm512_fmadd_ps(c, _mm512_loadu_ps(x + 16), _mm512_mul_ps(a, _mm512_loadu_ps(x)));
 }
 
-/// The block's scale d broadcast to 16 lanes.
-[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] [[gnu::always_inline]] inline __m512
+using RowsFn = void (*)(const Job&, int64_t, int64_t, float*, float*);
+using AdjointFn = void (*)(const Job&, int64_t, int64_t, float*);
+
+#if defined(__x86_64__)
+#define RLX_PACKED_AVX512 "avx512f,avx512bw,avx512vl,avx2,fma,f16c"
+
+// ---- m = 1 (a decode step and its backward) for Q4_0 and Q8_0 on AVX-512, without a buffer: both
+// forms run the same block decoder, the forward dotting each block with x, the adjoint adding it,
+// scaled, into y.
+
+/// A block's 32 codes at p as f32 (values 0-15 in lo, 16-31 in hi), before its scale. Q4_0 by a
+/// table lookup: vpermps indexes with each lane's low 4 bits and the table holds q - 8, so no mask,
+/// conversion or subtraction remains (20% faster than converting).
+template <bool Q4>
+[[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline void
+block_codes(__m512 table, const uint8_t* p, __m512& lo, __m512& hi) {
+  if constexpr (Q4) {
+    const __m512i q =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));
+    lo = _mm512_permutexvar_ps(q, table);
+    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
+  } else {
+    lo = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2))));
+    hi = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18))));
+  }
+}
+
+/// The block's scale d (the f16 at its start).
+[[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline float
 block_scale(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-  return _mm512_set1_ps(_cvtsh_ss(h));
+  return _cvtsh_ss(h);
 }
 
-/// The decode step (m = 1) of Q4_0 and Q8_0 without a buffer: each block's 32 codes become two
-/// zmm of f32 (Q4_0 by a table lookup: vpermps indexes with each lane's low 4 bits and the table
-/// holds q - 8, so no mask, conversion or subtraction remains: 20% faster than converting),
-/// multiply x, and the block's sum is scaled by its d once (d * sum(q x) rather than
-/// sum((d q) x): the same products, rounded differently within the f32 accumulation bound).
-/// Tried and slower here: four rows at once (x loaded once for them), and converting a row's
-/// scales 16 at a time with a gather before its products.
-[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] void
-gemv_avx512(const Job& job, int64_t j0, int64_t j1) {
+/// Q4_0's lookup table: q - 8 for q = 0..15.
+[[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline __m512 q4_table() {
+  return _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+
+template <bool Q4> constexpr int64_t kBlockBytes = Q4 ? 18 : 34;
+
+/// Whether the kernels below take this product (either form).
+bool gemv_form(const Job& job) {
+  const QuantFormat f = job.rows->scheme.format;
+  return job.m == 1 && job.rows->packed && (f == QuantFormat::Q4_0 || f == QuantFormat::Q8_0);
+}
+
+/// Forward: y[j] = x . W[j, :] for rows [j0, j1). Each block's sum is scaled by its d once (d *
+/// sum(q x) rather than sum((d q) x): the same products, rounded differently within the f32
+/// accumulation bound). Tried and slower here: four rows at once (x loaded once for them), and
+/// converting a row's scales 16 at a time with a gather before its products.
+template <bool Q4>
+[[gnu::target(RLX_PACKED_AVX512)]] void gemv(const Job& job, int64_t j0, int64_t j1) {
   const quant::DequantRows& r = *job.rows;
-  const bool q4 = r.scheme.format == QuantFormat::Q4_0;
-  const int64_t blocks = r.k / 32, bb = q4 ? 18 : 34;
-  const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const int64_t blocks = r.k / 32;
+  const __m512 table = q4_table();
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* p = r.packed + j * r.row_bytes;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b, p += bb)
-      acc = _mm512_fmadd_ps(block_products(q4, table, p, job.x + 32 * b), block_scale(p), acc);
+    for (int64_t b = 0; b < blocks; ++b, p += kBlockBytes<Q4>) {
+      __m512 lo, hi;
+      block_codes<Q4>(table, p, lo, hi);
+      const float* x = job.x + 32 * b;
+      const __m512 sum =
+          _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x)));
+      acc = _mm512_fmadd_ps(sum, _mm512_set1_ps(block_scale(p)), acc);
+    }
     job.y[j] = _mm512_reduce_add_ps(acc);
   }
 }
-[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] void
-rows_avx512(const Job& job, int64_t j0, int64_t j1, float* buf, float* acc) {
+
+/// Adjoint: y[c] += sum over `rows` rows j of g[j] W[j, c] for B blocks of columns, y held in 2B
+/// zmm across the rows. p: the first row's first block; g: the rows' weights.
+template <bool Q4, int B>
+[[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline void
+adjoint_strip(__m512 table, const uint8_t* p, int64_t row_bytes, const float* g, int64_t rows,
+              float* y) {
+  __m512 acc[2 * B];
+#pragma GCC unroll 16
+  for (int t = 0; t < 2 * B; ++t) acc[t] = _mm512_loadu_ps(y + 16 * t);
+  for (int64_t j = 0; j < rows; ++j, p += row_bytes) {
+    const float gj = g[j];
+#pragma GCC unroll 8
+    for (int t = 0; t < B; ++t) {
+      const uint8_t* blk = p + t * kBlockBytes<Q4>;
+      __m512 lo, hi;
+      block_codes<Q4>(table, blk, lo, hi);
+      const __m512 s = _mm512_set1_ps(gj * block_scale(blk));
+      acc[2 * t] = _mm512_fmadd_ps(lo, s, acc[2 * t]);
+      acc[2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[2 * t + 1]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < 2 * B; ++t) _mm512_storeu_ps(y + 16 * t, acc[t]);
+}
+
+/// Rows of W per tile of the adjoint: the strips cross a tile's rows, so y's registers are loaded
+/// and stored once per kTileRows rows. At m = 1, k = n = 4096 on one thread 8 rows read 5-10%
+/// faster than 1, 4 or 16 (Q4_0 and Q8_0); prefetching each row a few strips ahead did not help.
+constexpr int64_t kTileRows = 8;
+
+/// Adjoint: y[c] = sum_j g[j] W[j, c] for the columns [c0, c1) (whole blocks). Each value's sum
+/// runs over j in row order in f32 (fma(q, g[j] d, y)), as the general kernel's does.
+template <bool Q4>
+[[gnu::target(RLX_PACKED_AVX512)]] void adjoint_gemv(const Job& job, int64_t c0, int64_t c1) {
   const quant::DequantRows& r = *job.rows;
-  if (job.m == 1 && r.packed &&
-      (r.scheme.format == QuantFormat::Q4_0 || r.scheme.format == QuantFormat::Q8_0))
-    return gemv_avx512(job, j0, j1);
-  rows_body(job, j0, j1, buf, acc);
+  constexpr int64_t bb = kBlockBytes<Q4>;
+  const int64_t b1 = c1 / 32;
+  const __m512 table = q4_table();
+  std::fill(job.y + c0, job.y + c1, 0.0f);
+  for (int64_t j0 = 0; j0 < r.n; j0 += kTileRows) {
+    const int64_t rows = std::min(kTileRows, r.n - j0);
+    const uint8_t* tile = r.packed + j0 * r.row_bytes;
+    const float* g = job.x + j0;
+    int64_t b = c0 / 32;
+    for (; b + 8 <= b1; b += 8)
+      adjoint_strip<Q4, 8>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
+    if (b + 4 <= b1) {
+      adjoint_strip<Q4, 4>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
+      b += 4;
+    }
+    if (b + 2 <= b1) {
+      adjoint_strip<Q4, 2>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
+      b += 2;
+    }
+    if (b < b1) adjoint_strip<Q4, 1>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
+  }
+}
+
+[[gnu::target(RLX_PACKED_AVX512)]] void rows_avx512(const Job& job, int64_t j0, int64_t j1,
+                                                    float* buf, float* acc) {
+  if (!gemv_form(job)) return rows_body(job, j0, j1, buf, acc);
+  if (job.rows->scheme.format == QuantFormat::Q4_0) return gemv<true>(job, j0, j1);
+  gemv<false>(job, j0, j1);
+}
+[[gnu::target(RLX_PACKED_AVX512)]] void adjoint_avx512(const Job& job, int64_t c0, int64_t c1,
+                                                       float* buf) {
+  if (!gemv_form(job)) return adjoint_body(job, c0, c1, buf);
+  if (job.rows->scheme.format == QuantFormat::Q4_0) return adjoint_gemv<true>(job, c0, c1);
+  adjoint_gemv<false>(job, c0, c1);
 }
 [[gnu::target("avx2,fma,f16c")]] void rows_avx2(const Job& job, int64_t j0, int64_t j1, float* buf,
                                                 float* acc) {
   rows_body(job, j0, j1, buf, acc);
 }
+[[gnu::target("avx2,fma,f16c")]] void adjoint_avx2(const Job& job, int64_t c0, int64_t c1,
+                                                   float* buf) {
+  adjoint_body(job, c0, c1, buf);
+}
+#undef RLX_PACKED_AVX512
 #endif
 void rows_base(const Job& job, int64_t j0, int64_t j1, float* buf, float* acc) {
   rows_body(job, j0, j1, buf, acc);
 }
+void adjoint_base(const Job& job, int64_t c0, int64_t c1, float* buf) {
+  adjoint_body(job, c0, c1, buf);
+}
 
-RowsFn pick_rows() {
+/// Both forms' kernels for the best instruction set the CPU has, picked once.
+struct Kernels {
+  RowsFn rows;
+  AdjointFn adjoint;
+};
+const Kernels& kernels() {
+  static const Kernels picked = [] {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
-    return rows_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    return rows_avx2;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+      return Kernels{rows_avx512, adjoint_avx512};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+      return Kernels{rows_avx2, adjoint_avx2};
 #endif
-  return rows_base;
+    return Kernels{rows_base, adjoint_base};
+  }();
+  return picked;
 }
 
 class DequantMatMulCall final : public LibraryCall {
@@ -194,7 +346,7 @@ public:
     const int64_t chunk = std::max(rows.block, kChunk / rows.block * rows.block);
     const Job job{&rows, reinterpret_cast<const float*>(reads[0]), reinterpret_cast<float*>(out),
                   m_, chunk};
-    static const RowsFn fn = pick_rows();
+    const RowsFn fn = kernels().rows;
     // Enough rows per task that a task reads tens of KB of packed weights.
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k_));
     threads::parallel_for(n_, grain, [&](int64_t b, int64_t e) {
@@ -208,84 +360,6 @@ private:
   quant::QuantScheme scheme_;
   int64_t weights_ = 1, m_ = 0, k_ = 0, n_ = 0, scale_count_ = 0;
 };
-
-// ---- The adjoint form (adjoint=true): y [m, k] = g [m, n] . W, dequant_matmul's VJP with
-// respect to x. The k columns of y are split over the thread pool in chunks of whole blocks (at
-// most 256 values, or one block); a task zeroes its chunk of every row of y, then for each row j
-// of W decodes that chunk of row j into an L1 buffer and adds g[i, j] times it to row i (four
-// rows at a time). Every packed byte is read once per call, W is never held in f32, and each sum
-// over j runs in f32 in row order (the same bits on any thread count).
-constexpr int64_t kAdjointRows = 4;
-
-/// buf holds kAdjointRows chunks.
-[[gnu::always_inline]] inline void adjoint_body(const Job& job, int64_t c0, int64_t c1,
-                                                float* buf) {
-  const quant::DequantRows& r = *job.rows;
-  const int64_t k = r.k, n = r.n, m = job.m;
-  const QuantFormat f = r.scheme.format;
-  const bool q4 = r.packed && f == QuantFormat::Q4_0, q8 = r.packed && f == QuantFormat::Q8_0;
-  for (int64_t k0 = c0; k0 < c1; k0 += job.chunk) {
-    const int64_t len = std::min(job.chunk, c1 - k0);
-    for (int64_t i = 0; i < m; ++i) std::fill_n(job.y + i * k + k0, len, 0.0f);
-    // kAdjointRows rows of W at a time, so each row of y is loaded and stored once per group;
-    // the sum is still formed in row order.
-    for (int64_t j0 = 0; j0 < n; j0 += kAdjointRows) {
-      const int64_t rows = std::min<int64_t>(kAdjointRows, n - j0);
-      for (int64_t q = 0; q < rows; ++q) {
-        const int64_t j = j0 + q;
-        float* b = buf + q * job.chunk;
-        if (q4)
-          decode_q4_0(r.packed + j * r.row_bytes + k0 / 32 * 18, len / 32, b);
-        else if (q8)
-          decode_q8_0(r.packed + j * r.row_bytes + k0 / 32 * 34, len / 32, b);
-        else
-          r.decode(j, k0, len, b);
-      }
-      for (int64_t i = 0; i < m; ++i) {
-        const float* g = job.x + i * n + j0;
-        float* o = job.y + i * k + k0;
-        if (rows == kAdjointRows) {
-          const float *b0 = buf, *b1 = buf + job.chunk, *b2 = buf + 2 * job.chunk,
-                      *b3 = buf + 3 * job.chunk;
-          for (int64_t c = 0; c < len; ++c)
-            o[c] = o[c] + g[0] * b0[c] + g[1] * b1[c] + g[2] * b2[c] + g[3] * b3[c];
-        } else {
-          for (int64_t q = 0; q < rows; ++q)
-            for (int64_t c = 0; c < len; ++c) o[c] += g[q] * buf[q * job.chunk + c];
-        }
-      }
-    }
-  }
-}
-
-using AdjointFn = void (*)(const Job&, int64_t, int64_t, float*);
-
-#if defined(__x86_64__)
-[[gnu::target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")]] void
-adjoint_avx512(const Job& job, int64_t c0, int64_t c1, float* buf) {
-  adjoint_body(job, c0, c1, buf);
-}
-[[gnu::target("avx2,fma,f16c")]] void adjoint_avx2(const Job& job, int64_t c0, int64_t c1,
-                                                   float* buf) {
-  adjoint_body(job, c0, c1, buf);
-}
-#endif
-void adjoint_base(const Job& job, int64_t c0, int64_t c1, float* buf) {
-  adjoint_body(job, c0, c1, buf);
-}
-
-AdjointFn pick_adjoint() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
-    return adjoint_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    return adjoint_avx2;
-#endif
-  return adjoint_base;
-}
 
 class DequantMatMulAdjointCall final : public LibraryCall {
 public:
@@ -304,11 +378,16 @@ public:
     const int64_t chunk = std::max(rows.block, kChunk / rows.block * rows.block);
     const Job job{&rows, reinterpret_cast<const float*>(reads[0]), reinterpret_cast<float*>(out),
                   m_, chunk};
-    static const AdjointFn fn = pick_adjoint();
-    threads::parallel_for((k_ + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
-      std::vector<float> buf(static_cast<std::size_t>(kAdjointRows * chunk));
-      fn(job, b * chunk, std::min(e * chunk, k_), buf.data());
-    });
+    const AdjointFn fn = kernels().adjoint;
+    // One task per thread, of at least 1024 columns (32 Q4_0 or Q8_0 blocks, whole cache lines): a
+    // task reads a long run of each row, which the prefetchers follow.
+    const int64_t units = (k_ + chunk - 1) / chunk;
+    const int64_t per_thread = (units + rlx::num_threads() - 1) / rlx::num_threads();
+    threads::parallel_for(units, std::max<int64_t>({1, 1024 / chunk, per_thread}),
+                          [&](int64_t b, int64_t e) {
+                            std::vector<float> buf(static_cast<std::size_t>(kAdjointRows * chunk));
+                            fn(job, b * chunk, std::min(e * chunk, k_), buf.data());
+                          });
   }
 
 private:

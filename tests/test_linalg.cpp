@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -435,6 +436,33 @@ TEST_CASE("dense_solve, batched_dense_solve and vmap of dense_solve solve on bot
               "dense_solve: needs A of rank 2");
   check_error([&] { bad.batched_dense_solve(a3, b3, ir::Shape({2, 4}, DType::F64)); },
               ErrorKind::Shape, "solve");
+}
+
+TEST_CASE("solve with more rows and right-hand sides than a transposition tile gives back the X "
+          "that made B, on both backends") {
+  // The kernel transposes several right-hand sides into LAPACK's layout in tiles of 32: 40 rows
+  // and 35 columns leave partial tiles, and two batch elements check the offsets. A is strictly
+  // diagonally dominant (off-diagonal rows sum to at most 39 < 40), so X comes back to ~1e-15.
+  const int64_t batch = 2, n = 40, k = 35;
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> a(std::size_t(batch * n * n)), x(std::size_t(batch * n * k)),
+      b(std::size_t(batch * n * k), 0.0);
+  for (double& v : a) v = u(gen);
+  for (double& v : x) v = u(gen);
+  for (int64_t e = 0; e < batch; ++e)
+    for (int64_t i = 0; i < n; ++i) {
+      a[std::size_t((e * n + i) * n + i)] += double(n);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t c = 0; c < k; ++c)
+          b[std::size_t((e * n + i) * k + c)] +=
+              a[std::size_t((e * n + i) * n + j)] * x[std::size_t((e * n + j) * k + c)];
+    }
+  on_both_backends([&] {
+    expect_close(
+        la::solve(Tensor::from_vector(a, {batch, n, n}), Tensor::from_vector(b, {batch, n, k})),
+        Tensor::from_vector(x, {batch, n, k}), "solve", 1e-12);
+  });
 }
 
 TEST_CASE("empty matrices and empty batches give numpy's empty results, and det of 0x0 is 1") {

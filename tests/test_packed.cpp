@@ -5,6 +5,7 @@
 // of f32 accumulation.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/packed_cases.hpp"
 
 #include "quant/packed_formats.hpp"
 
@@ -36,30 +37,8 @@ using rlx::test::on_both_backends;
 
 rlx::test::Fixture case_of(const std::string& name) { return {"packed", name}; }
 
-struct Case {
-  std::string name;
-  QuantScheme scheme;
-};
-
-const std::vector<Case> kCases = {
-    {"Q4_0", QuantScheme::of(QuantFormat::Q4_0)},
-    {"Q4_1", QuantScheme::of(QuantFormat::Q4_1)},
-    {"Q5_0", QuantScheme::of(QuantFormat::Q5_0)},
-    {"Q5_1", QuantScheme::of(QuantFormat::Q5_1)},
-    {"Q8_0", QuantScheme::of(QuantFormat::Q8_0)},
-    {"Q2_K", QuantScheme::of(QuantFormat::Q2_K)},
-    {"Q3_K", QuantScheme::of(QuantFormat::Q3_K)},
-    {"Q4_K", QuantScheme::of(QuantFormat::Q4_K)},
-    {"Q5_K", QuantScheme::of(QuantFormat::Q5_K)},
-    {"Q6_K", QuantScheme::of(QuantFormat::Q6_K)},
-    {"Q8_K", QuantScheme::of(QuantFormat::Q8_K)},
-    {"Int8Block_32", QuantScheme::int8_block(32)},
-    {"Int8BlockAsym_16", QuantScheme::int8_block_asym(16)},
-    {"Int4Block_32", QuantScheme::int4_block(32)},
-    {"Fp8E4m3", QuantScheme::of(QuantFormat::Fp8E4m3)},
-    {"Fp8E5m2", QuantScheme::of(QuantFormat::Fp8E5m2)},
-    {"Nvfp4Block", QuantScheme::of(QuantFormat::Nvfp4Block)},
-};
+using rlx::test::PackedCase;
+const std::vector<PackedCase>& kCases = rlx::test::packed_cases();
 
 template <class T> std::vector<T> values(const Tensor& t) { return t.to_vector<T>(); }
 
@@ -88,7 +67,7 @@ void expect_product(const Tensor& got, const Tensor& want, const Tensor& abs, in
 
 TEST_CASE("pack writes numpy's bytes and unpack gives numpy's values, bit for bit, for every "
           "format") {
-  for (const Case& c : kCases) {
+  for (const PackedCase& c : kCases) {
     CAPTURE(c.name);
     auto f = case_of(c.name);
     Tensor w = f("w"), packed = f("packed");
@@ -103,7 +82,7 @@ TEST_CASE("pack writes numpy's bytes and unpack gives numpy's values, bit for bi
 TEST_CASE("dequant_matmul of packed weights equals numpy's product on both backends, also for "
           "the m = 1 decode shape and k not a multiple of 256") {
   on_both_backends([] {
-    for (const Case& c : kCases) {
+    for (const PackedCase& c : kCases) {
       CAPTURE(c.name);
       auto f = case_of(c.name);
       Tensor packed = f("packed");
@@ -118,15 +97,8 @@ TEST_CASE("dequant_matmul of packed weights equals numpy's product on both backe
 
 TEST_CASE("the split forms (Int8Block, Int8BlockAsym, Int4Block, FP8 with row scales, NVFP4 "
           "with a global scale) equal numpy's product on both backends") {
-  const std::vector<std::pair<std::string, QuantScheme>> split = {
-      {"split_int8", QuantScheme::int8_block(32)},
-      {"split_int8_asym", QuantScheme::int8_block_asym(16)},
-      {"split_int4", QuantScheme::int4_block(32)},
-      {"split_fp8_e4m3", QuantScheme::of(QuantFormat::Fp8E4m3)},
-      {"split_fp8_e5m2", QuantScheme::of(QuantFormat::Fp8E5m2)},
-  };
   on_both_backends([&] {
-    for (const auto& [name, scheme] : split) {
+    for (const auto& [name, scheme] : rlx::test::split_cases()) {
       CAPTURE(name);
       auto f = case_of(name);
       Tensor x = f("x");

@@ -6,12 +6,14 @@
 // both backends run every check.
 #include "support/backends.hpp"
 #include "support/check_error.hpp"
+#include "support/packed_cases.hpp"
 
 #include <rlx/grad.hpp>
 #include <rlx/ir/graph.hpp>
 #include <rlx/ir/text.hpp>
 #include <rlx/quant_packed.hpp>
 #include <rlx/runtime.hpp>
+#include <rlx/settings.hpp>
 
 #include <doctest/doctest.h>
 
@@ -73,26 +75,6 @@ void expect_adjoint(const Tensor& got, const std::vector<float>& g, const Tensor
   CHECK_MESSAGE(wrong == 0, what << ": " << wrong << " values outside the bound");
 }
 
-const std::vector<std::pair<std::string, QuantScheme>> kPacked = {
-    {"Q4_0", QuantScheme::of(QuantFormat::Q4_0)},
-    {"Q4_1", QuantScheme::of(QuantFormat::Q4_1)},
-    {"Q5_0", QuantScheme::of(QuantFormat::Q5_0)},
-    {"Q5_1", QuantScheme::of(QuantFormat::Q5_1)},
-    {"Q8_0", QuantScheme::of(QuantFormat::Q8_0)},
-    {"Q2_K", QuantScheme::of(QuantFormat::Q2_K)},
-    {"Q3_K", QuantScheme::of(QuantFormat::Q3_K)},
-    {"Q4_K", QuantScheme::of(QuantFormat::Q4_K)},
-    {"Q5_K", QuantScheme::of(QuantFormat::Q5_K)},
-    {"Q6_K", QuantScheme::of(QuantFormat::Q6_K)},
-    {"Q8_K", QuantScheme::of(QuantFormat::Q8_K)},
-    {"Int8Block_32", QuantScheme::int8_block(32)},
-    {"Int8BlockAsym_16", QuantScheme::int8_block_asym(16)},
-    {"Int4Block_32", QuantScheme::int4_block(32)},
-    {"Fp8E4m3", QuantScheme::of(QuantFormat::Fp8E4m3)},
-    {"Fp8E5m2", QuantScheme::of(QuantFormat::Fp8E5m2)},
-    {"Nvfp4Block", QuantScheme::of(QuantFormat::Nvfp4Block)},
-};
-
 /// d/dx sum(f(x) * g) = g . W for a product f(x) = x . W^T, checked for x and the decode row x1.
 template <class F>
 void check_x_gradient(const rlx::test::Fixture& f, const std::vector<std::string>& xs, F product,
@@ -121,7 +103,7 @@ TEST_CASE("the gradient of dequant_matmul with respect to x is g . W decoded fro
           "weight, for every format, the split forms and NVFP4, m = 3 and m = 1, on both "
           "backends") {
   on_both_backends([] {
-    for (const auto& [name, scheme] : kPacked) {
+    for (const auto& [name, scheme] : rlx::test::packed_cases()) {
       CAPTURE(name);
       const auto f = case_of(name);
       const Tensor packed = f("packed");
@@ -129,14 +111,7 @@ TEST_CASE("the gradient of dequant_matmul with respect to x is g . W decoded fro
           f, {"x", "x1"},
           [&](const Tensor& x) { return rlx::quant::dequant_matmul(x, packed, scheme); }, name);
     }
-    const std::vector<std::pair<std::string, QuantScheme>> split = {
-        {"split_int8", QuantScheme::int8_block(32)},
-        {"split_int8_asym", QuantScheme::int8_block_asym(16)},
-        {"split_int4", QuantScheme::int4_block(32)},
-        {"split_fp8_e4m3", QuantScheme::of(QuantFormat::Fp8E4m3)},
-        {"split_fp8_e5m2", QuantScheme::of(QuantFormat::Fp8E5m2)},
-    };
-    for (const auto& [name, scheme] : split) {
+    for (const auto& [name, scheme] : rlx::test::split_cases()) {
       CAPTURE(name);
       const auto f = case_of(name);
       const Tensor w_q = f("w_q"), scale = f("scale"), zp = f("zp");
@@ -152,6 +127,37 @@ TEST_CASE("the gradient of dequant_matmul with respect to x is g . W decoded fro
         [&](const Tensor& x) { return rlx::quant::dequant_matmul_nvfp4(x, w_q, s8, glob); },
         "split_nvfp4");
   });
+}
+
+TEST_CASE("at m = 1 the gradient of a Q4_0 or Q8_0 product is g . W also across many blocks and "
+          "rows, on 1 and 2 threads, on both backends") {
+  // 47 blocks a row (k = 1504: the JIT's strips of 8, 4, 2 and 1 blocks, and more than one
+  // task's 1024 columns) and 37 rows (two tiles of 16 and a partial one): shapes the fixtures'
+  // 3 blocks and 5 rows do not reach. The reference sums rlx::quant::unpack's values (equal to
+  // numpy's bit for bit, test_packed.cpp) in double.
+  const int64_t n = 37, k = 1504;
+  const Tensor w32 = Tensor::from_vector(uniform(n * k, 5), {n, k});
+  const Tensor x = Tensor::from_vector(uniform(k, 6), {1, k});
+  const std::vector<float> g = uniform(n, 7);
+  const Tensor gt = Tensor::from_vector(g, {1, n});
+  const int saved = rlx::num_threads();
+  for (const QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q8_0}) {
+    const QuantScheme scheme = QuantScheme::of(format);
+    const Tensor packed = rlx::quant::pack(w32, scheme);
+    const Tensor w = rlx::quant::unpack(packed, scheme, k);
+    for (int threads : {1, 2}) {
+      rlx::set_num_threads(threads);
+      on_both_backends([&] {
+        auto loss = [&](const Tensor& xx, const Tensor& gg) {
+          return rlx::sum(rlx::quant::dequant_matmul(xx, packed, scheme) * gg);
+        };
+        expect_adjoint(rlx::grad(loss)(x, gt), g, w, 1,
+                       std::string(format == QuantFormat::Q4_0 ? "Q4_0" : "Q8_0") + " on " +
+                           std::to_string(threads) + " threads");
+      });
+    }
+  }
+  rlx::set_num_threads(saved);
 }
 
 TEST_CASE("forward mode through dequant_matmul is the same product on the tangent") {

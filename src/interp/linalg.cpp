@@ -5,7 +5,12 @@
 // hand. Unlike the other kernels they compute in the operands' dtype (LAPACK's s* routines for
 // f32, d* for f64), as numpy and torch do, so f32 results match theirs. Each matrix of the batch
 // (the leading axes) is copied into a work array and factored alone. The JIT runs these kernels
-// through its interpreter steps.
+// through its interpreter steps, so both backends share them.
+//
+// LU (solve, slogdet) calls LAPACK in its own column-major layout, where a row-major A is A^T: it
+// factors A^T and solves with the transpose (getrs trans = 'T'), so nothing is transposed but the
+// right-hand sides when there are several. LAPACKE's row-major interface transposes A in and out
+// of getrf and again into getrs: at N = 512 that doubled a solve's time.
 #include "kernels.hpp"
 
 #include <lapacke.h>
@@ -14,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace rlx::interp::detail {
@@ -49,17 +55,22 @@ void check_args(lapack_int info, const char* routine) {
 
 // ---- The s*/d* pairs, chosen by T.
 
-lapack_int getrf(int m, int n, float* a, lapack_int* p) {
-  return LAPACKE_sgetrf(LAPACK_ROW_MAJOR, m, n, a, n, p);
+// LU of a square column-major matrix. The _work entries skip LAPACKE's layout handling and its
+// NaN scan, which reported a NaN in A as an invalid argument (an internal error here): a NaN now
+// goes into LAPACK like any value.
+lapack_int getrf_col(int n, float* a, lapack_int* p) {
+  return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, n, n, a, n, p);
 }
-lapack_int getrf(int m, int n, double* a, lapack_int* p) {
-  return LAPACKE_dgetrf(LAPACK_ROW_MAJOR, m, n, a, n, p);
+lapack_int getrf_col(int n, double* a, lapack_int* p) {
+  return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, a, n, p);
 }
-lapack_int getrs(int n, int k, const float* a, const lapack_int* p, float* b) {
-  return LAPACKE_sgetrs(LAPACK_ROW_MAJOR, 'N', n, k, a, n, p, b, k);
+/// Solves M^T X = B for the column-major n x k matrix B (leading dimension n), M factored by
+/// getrf_col.
+lapack_int getrs_col_t(int n, int k, const float* a, const lapack_int* p, float* b) {
+  return LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'T', n, k, a, n, p, b, n);
 }
-lapack_int getrs(int n, int k, const double* a, const lapack_int* p, double* b) {
-  return LAPACKE_dgetrs(LAPACK_ROW_MAJOR, 'N', n, k, a, n, p, b, k);
+lapack_int getrs_col_t(int n, int k, const double* a, const lapack_int* p, double* b) {
+  return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', n, k, a, n, p, b, n);
 }
 lapack_int potrf(int n, float* a) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, a, n); }
 lapack_int potrf(int n, double* a) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, a, n); }
@@ -98,6 +109,26 @@ int lapack_size(const ir::Node& n, int64_t v) {
   return int(v);
 }
 
+/// A work array that is overwritten before it is read (a std::vector would zero it first).
+template <class T> std::unique_ptr<T[]> scratch(int64_t count) {
+  return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(std::max<int64_t>(count, 1))]);
+}
+
+/// Copies the rows x cols row-major matrix src into dst with its rows as columns (dst's leading
+/// dimension is rows), in tiles so that both sides are read and written a cache line at a time.
+template <class T> void transpose(const T* src, int64_t rows, int64_t cols, T* dst) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+          dst[c * rows + r] = src[r * cols + c];
+}
+
+/// A X = B per batch element. The copy of A (row-major, so LAPACK's A^T) is factored as it
+/// stands and A X = B is solved as (A^T)^T X = B. One right-hand side is a column already; k of
+/// them (row-major [n, k], which LAPACK would read as B^T) are transposed into a column-major
+/// work array and back, O(n k) against the solve's O(n^2 k).
 template <class T> Buffer solve(const ir::Node& nd, const Buffer& a, const Buffer& b) {
   Batch g = batch_of(a);
   const int n = lapack_size(nd, g.n);
@@ -105,32 +136,44 @@ template <class T> Buffer solve(const ir::Node& nd, const Buffer& a, const Buffe
       b.shape().rank() == a.shape().rank() ? lapack_size(nd, b.shape().dims().back().size()) : 1;
   Buffer out = Buffer::uninitialized(nd.shape);
   if (out.numel() == 0) return out;
-  std::memcpy(out.bytes().data(), b.bytes().data(), b.bytes().size());
-  std::vector<T> lu(std::size_t(n) * std::size_t(n));
-  std::vector<lapack_int> piv(static_cast<std::size_t>(n));
+  const int64_t nn = int64_t(n) * n, nk = int64_t(n) * k;
+  auto lu = scratch<T>(nn);
+  auto piv = scratch<lapack_int>(n);
+  auto cols = scratch<T>(k > 1 ? nk : 0);
+  if (k == 1) std::memcpy(out.bytes().data(), b.bytes().data(), b.bytes().size());
   for (int64_t i = 0; i < g.count; ++i) {
-    std::copy_n(data_of<T>(a) + i * n * n, lu.size(), lu.data());
-    lapack_int info = getrf(n, n, lu.data(), piv.data());
+    std::memcpy(lu.get(), data_of<T>(a) + i * nn, std::size_t(nn) * sizeof(T));
+    lapack_int info = getrf_col(n, lu.get(), piv.get());
     check_args(info, "getrf");
     if (info > 0)
       fail(ErrorKind::Value, nd.op.name(), ": the matrix of batch element ", i,
            " is singular (LU pivot ", info - 1, " is zero)");
-    check_args(getrs(n, k, lu.data(), piv.data(), data_of<T>(out) + i * n * k), "getrs");
+    T* x = data_of<T>(out) + i * nk;
+    if (k == 1) {
+      check_args(getrs_col_t(n, 1, lu.get(), piv.get(), x), "getrs");
+      continue;
+    }
+    transpose(data_of<T>(b) + i * nk, n, k, cols.get());
+    check_args(getrs_col_t(n, k, lu.get(), piv.get(), cols.get()), "getrs");
+    transpose(cols.get(), k, n, x);
   }
   return out;
 }
 
+/// sign and log |det| from the LU of A^T (det A^T = det A, and a row swap of A^T changes the sign
+/// as one of A would).
 template <class T> Buffer slogdet(const ir::Node& nd, const Buffer& a) {
   Batch g = batch_of(a);
   const int n = lapack_size(nd, g.n);
   Buffer out = Buffer::uninitialized(nd.shape);
-  std::vector<T> lu(std::size_t(n) * std::size_t(n));
-  std::vector<lapack_int> piv(static_cast<std::size_t>(n));
+  const int64_t nn = int64_t(n) * n;
+  auto lu = scratch<T>(nn);
+  auto piv = scratch<lapack_int>(n);
   for (int64_t i = 0; i < g.count; ++i) {
     T sign = 1, logdet = 0;
     if (n > 0) {
-      std::copy_n(data_of<T>(a) + i * n * n, lu.size(), lu.data());
-      lapack_int info = getrf(n, n, lu.data(), piv.data());
+      std::memcpy(lu.get(), data_of<T>(a) + i * nn, std::size_t(nn) * sizeof(T));
+      lapack_int info = getrf_col(n, lu.get(), piv.get());
       check_args(info, "getrf");
       if (info > 0) {
         sign = 0;
