@@ -363,6 +363,66 @@ TEST_CASE("dist: the JIT starts an all_reduce as soon as its operand is made and
                       Tensor::from_vector(outs[0], {16, 16}), 1e-6, 1e-6));
 }
 
+TEST_CASE("dist: the JIT overlaps send, recv and reduce_to_root with independent products, with "
+          "the blocking interpreter's results") {
+  // Each starts (MPI_Isend, MPI_Irecv, MPI_Ireduce) before the products and is waited for after
+  // them: just before the sum reading the received tensor, or at the end.
+  Tensor x = part(R(), {8, 8}, 43), y = part(0, {8, 8}, 44) * 0.05f;
+  const int next = (R() + 1) % P(), prev = (R() + P() - 1) % P();
+  std::vector<double> sum = values(part(0, {8, 8}, 43));
+  for (int r = 1; r < P(); ++r) {
+    std::vector<double> v = values(part(r, {8, 8}, 43));
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
+  }
+  std::vector<std::vector<double>> outs;
+  rlx::test::on_both_backends([&] {
+    auto f = rlx::jit([next, prev](const Tensor& a, const Tensor& b) {
+      Tensor s = rlx::dist::send(a, next, 5);
+      Tensor r = rlx::dist::recv(rlx::zeros({8, 8}), prev, 5);
+      Tensor t = rlx::dist::reduce(a, 0);
+      Tensor h = rlx::tanh(rlx::matmul(rlx::matmul(b, b), b));
+      return std::tuple{s, r + h, t};
+    });
+    rlx::dist::reset_stats();
+    auto [s, rh, t] = f(x, y);
+    CHECK(values(s) == values(x));
+    CHECK(values(t) == (R() == 0 ? sum : std::vector<double>(64, 0.0)));
+    outs.push_back(values(rh));
+    Tensor h = rlx::tanh(rlx::matmul(rlx::matmul(y, y), y));
+    CHECK(rlx::allclose(rh - h, part(prev, {8, 8}, 43), 1e-5, 1e-5));
+    rlx::dist::Stats st = rlx::dist::stats();
+    if (rlx::default_backend() == rlx::Backend::Jit) {
+      CHECK(st.overlapped == 3);
+      CHECK(st.steps_overlapped >= 6); // each of the three waited after at least the products
+    } else {
+      CHECK(st.overlapped == 0);
+    }
+  });
+  REQUIRE(outs.size() == 2);
+  CHECK(rlx::allclose(Tensor::from_vector(outs[1], {8, 8}), Tensor::from_vector(outs[0], {8, 8}),
+                      1e-6, 1e-6));
+}
+
+TEST_CASE("dist: the JIT runs a collective with nothing to overlap as one blocking step, with the "
+          "interpreter's result") {
+  // all_reduce is the only step: the plan has no wait step, and no overlap is counted.
+  Tensor x = part(R(), {4, 5}, 45);
+  std::vector<double> mean = values(part(0, {4, 5}, 45));
+  for (int r = 1; r < P(); ++r) {
+    std::vector<double> v = values(part(r, {4, 5}, 45));
+    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += v[i];
+  }
+  for (double& m : mean) m = double(float(m) / float(P()));
+  rlx::test::on_both_backends([&] {
+    auto f = rlx::jit([](const Tensor& a) { return rlx::dist::all_reduce(a, CollectiveOp::Mean); });
+    rlx::dist::reset_stats();
+    Tensor got = f(x);
+    CHECK(values(got) == mean);
+    CHECK(values(x) == values(part(R(), {4, 5}, 45))); // the operand is intact
+    CHECK(rlx::dist::stats().overlapped == 0);
+  });
+}
+
 TEST_CASE("dist: the JIT's non-blocking all_gather, reduce_scatter, broadcast and mean equal the "
           "serial computation") {
   rlx::test::on_both_backends([] {
