@@ -471,6 +471,50 @@ TEST_CASE("dist: a serial MLP with shard() on its weights equals the serial MLP 
   });
 }
 
+TEST_CASE("dist: rlx::grad through a sharded Megatron MLP equals the serial gradient (the "
+          "annotation is transparent to autodiff)") {
+  // The loss reads the MLP's whole output on every rank, so each rank's gradient of it is the
+  // serial one: the pass splits the backward program by the annotations the VJP puts on the
+  // cotangents (and the forward values it reads), and gathers the sharded gradients.
+  rlx::test::on_both_backends([] {
+    const int64_t in = 6, hidden = 4 * P(), out = 3;
+    Tensor x = rlx::randn({5, in}, 71), w1 = rlx::randn({in, hidden}, 72) * 0.4f;
+    Tensor b1 = rlx::randn({hidden}, 73) * 0.1f, w2 = rlx::randn({hidden, out}, 74) * 0.4f;
+    Tensor b2 = rlx::randn({out}, 75) * 0.1f;
+    auto loss = [&](bool sharded) {
+      return [&, sharded](const Tensor& a1, const Tensor& c1, const Tensor& a2) {
+        Tensor s1 = sharded ? rlx::dist::shard(a1, 1) : a1;
+        Tensor t1 = sharded ? rlx::dist::shard(c1, 0) : c1;
+        Tensor s2 = sharded ? rlx::dist::shard(a2, 0) : a2;
+        Tensor y = rlx::matmul(rlx::gelu(rlx::matmul(x, s1) + t1), s2) + b2;
+        return rlx::sum(rlx::sin(y));
+      };
+    };
+    auto nums = rlx::argnums<0, 1, 2>;
+    auto [l0, g0] = rlx::value_and_grad(loss(false), nums)(w1, b1, w2);
+    auto [l1, g1] = rlx::value_and_grad(loss(true), nums)(w1, b1, w2);
+    CHECK(rlx::allclose(l1, l0, 1e-5, 1e-6));
+    CHECK(std::get<0>(g1).sizes() == w1.sizes());
+    CHECK(rlx::allclose(std::get<0>(g1), std::get<0>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(std::get<1>(g1), std::get<1>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(std::get<2>(g1), std::get<2>(g0), 1e-5, 1e-6));
+    // Inside rlx::jit too, and forward mode: the tangent of the sharded MLP is the serial one.
+    auto jitted = rlx::jit([&](const Tensor& a1, const Tensor& c1, const Tensor& a2) {
+      return rlx::grad(loss(true), nums)(a1, c1, a2);
+    });
+    auto [j1, j2, j3] = jitted(w1, b1, w2);
+    CHECK(rlx::allclose(j1, std::get<0>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(j2, std::get<1>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(j3, std::get<2>(g0), 1e-5, 1e-6));
+    Tensor dw = rlx::randn({in, hidden}, 76);
+    auto f_serial = [&](const Tensor& a1) { return loss(false)(a1, b1, w2); };
+    auto f_sharded = [&](const Tensor& a1) { return loss(true)(a1, b1, w2); };
+    auto [v0, t0] = rlx::jvp(f_serial, std::tuple{w1}, std::tuple{dw});
+    auto [v1, t1] = rlx::jvp(f_sharded, std::tuple{w1}, std::tuple{dw});
+    CHECK(rlx::allclose(t1, t0, 1e-5, 1e-6));
+  });
+}
+
 TEST_CASE("dist: sharded values are reduced, gathered and completed as the serial program says") {
   rlx::test::on_both_backends([] {
     Tensor a = rlx::randn({3, 4 * P()}, 61), b = rlx::randn({4 * P(), 5}, 62);

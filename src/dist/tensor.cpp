@@ -84,8 +84,10 @@ Blocks blocks_of(const ir::Shape& s, int64_t axis) {
 
 /// The annotation's op. As recorded (block 0) its value is its operand, so the program keeps
 /// the serial shapes; the pass turns it into its block form (block 1), whose kernel reads the
-/// job's rank (every rank has the same graph). No derivative hooks: gradients through shard()
-/// are not supported yet (docs/distributed.md).
+/// job's rank (every rank has the same graph). Transparent to autodiff, as JAX's sharding
+/// constraints: the annotation is the identity, so its cotangent (tangent) is the incoming one
+/// under the same annotation, and the pass splits the backward (forward-mode) program as it
+/// splits the forward one.
 void register_shard_op() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -120,6 +122,15 @@ void register_shard_op() {
       for (int64_t o = 0; o < b.outer; ++o)
         std::memcpy(to + o * len * b.inner, from + (o * b.full + r * len) * b.inner,
                     std::size_t(len * b.inner));
+    };
+    op.vjp = [](std::span<const Tensor>, const Tensor&, const Tensor& d_out, AttrBytes bytes) {
+      return std::vector<Tensor>{custom(std::string(detail::kShardOp), {d_out},
+                                        std::vector<uint8_t>(bytes.begin(), bytes.end()))};
+    };
+    op.jvp = [](std::span<const Tensor>, std::span<const Tensor> t, const Tensor&,
+                AttrBytes bytes) {
+      return custom(std::string(detail::kShardOp), {t[0]},
+                    std::vector<uint8_t>(bytes.begin(), bytes.end()));
     };
     register_op(std::string(detail::kShardOp), std::move(op));
   });
