@@ -3,6 +3,11 @@
 // rank's mean time), and the data-parallel step of a small MLP. Run under mpirun:
 //
 //   mpirun -np 2 build-bench/bench/bench_dist        # rank 0 prints markdown tables
+//   mpirun -np 2 build-bench/bench/bench_dist --clock cpu --rounds 11
+//
+// --clock cpu times each rank's CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of the wall clock: on
+// a loaded machine the time a rank is descheduled then counts for neither side (a rank that
+// busy-polls for a descheduled peer still counts its polls).
 //
 // rlx's side is a compiled graph holding one all_reduce (sum, f32) run on a Buffer: what a jitted
 // step pays per collective with nothing to overlap (one plan step calling MPI_Allreduce from the
@@ -16,11 +21,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
 #include <vector>
 
 namespace {
 
+bool cpu_clock = false;
+
 double now() {
+  if (cpu_clock) {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -42,16 +58,21 @@ double median(std::vector<double> v) {
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  int rounds = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--clock") == 0) cpu_clock = std::string(argv[i + 1]) == "cpu";
+    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
+  }
   rlx::dist::init();
   const int rank = rlx::dist::rank(), ranks = rlx::dist::size();
   // Rounds alternate the three sides, so that load on a shared machine falls on all of them;
   // the table gives each side's median and the median of the per-round ratios.
-  const int rounds = 7;
   if (rank == 0) {
     std::printf("all_reduce (sum, f32) on %d ranks: rlx's op vs MPI_Allreduce in place and out of "
-                "place, and MPI_Iallreduce + MPI_Wait (medians of %d alternating rounds)\n\n",
-                ranks, rounds);
+                "place, and MPI_Iallreduce + MPI_Wait (medians of %d alternating rounds, %s "
+                "time)\n\n",
+                ranks, rounds, cpu_clock ? "CPU" : "wall");
     std::printf("| bytes | MPI in place us | MPI out of place us | MPI_Iallreduce us | rlx us | "
                 "rlx / MPI in place | rlx / MPI out of place | MPI GB/s (bus) |\n"
                 "|---|---|---|---|---|---|---|---|\n");
