@@ -166,7 +166,8 @@ void no_broken_job(const State& s, std::string_view what) {
 /// running. A blocking MPI call cannot be interrupted, and another MPI call (MPI_Abort) from
 /// this thread would break MPI_THREAD_SERIALIZED: the process prints the message and exits
 /// with 1, and mpirun (or any launcher) ends the other ranks of a job one of whose processes
-/// exited without MPI_Finalize. Arming is two atomic stores: nothing a call pays for.
+/// exited without MPI_Finalize. Arming is a clock read and three atomic stores: nothing a call
+/// pays for.
 struct Watchdog {
   std::atomic<int64_t> since_ns{0}; ///< when the running blocking call began; 0: none runs
   std::atomic<const char*> what{nullptr};
@@ -218,8 +219,14 @@ template <class F> void blocking(std::string_view what, F&& f) {
     w->what_len.store(what.size());
     w->since_ns.store(steady_ns(), std::memory_order_release);
   }
+  // Disarmed however f ends: a failed call throws rlx::Error, which the caller may catch.
+  struct Disarm {
+    Watchdog* w;
+    ~Disarm() {
+      if (w) w->since_ns.store(0, std::memory_order_release);
+    }
+  } disarm{w};
   f();
-  if (w) w->since_ns.store(0, std::memory_order_release);
 }
 
 /// A collective under way: its requests, and the division a mean still needs.

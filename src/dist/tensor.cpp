@@ -88,7 +88,7 @@ Blocks blocks_of(const ir::Shape& s, int64_t axis) {
 /// constraints: the annotation is the identity, so its cotangent (tangent) is the incoming one
 /// under the same annotation, and the pass splits the backward (forward-mode) program as it
 /// splits the forward one.
-void register_shard_op() {
+void register_shard_op_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     CustomOp op;
@@ -136,7 +136,13 @@ void register_shard_op() {
   });
 }
 
+// At load, so that graphs holding the op parse from text (the pass's golden tests) and run in a
+// program that never called shard().
+[[maybe_unused]] const bool shard_op_at_load = (register_shard_op_once(), true);
+
 } // namespace
+
+void detail::register_shard_op() { register_shard_op_once(); }
 
 Tensor shard(const Tensor& x, int64_t axis, Loc loc) {
   Dims d = x.sizes(loc);
@@ -148,7 +154,7 @@ Tensor shard(const Tensor& x, int64_t axis, Loc loc) {
   if (d[std::size_t(axis)] % size() != 0)
     fail(ErrorKind::Shape, "dist::shard: axis ", axis, " (size ", d[std::size_t(axis)],
          ") does not split into ", size(), " equal blocks, one per rank", rlx::detail::at_loc(loc));
-  register_shard_op();
+  detail::register_shard_op();
   return custom(std::string(detail::kShardOp), {x},
                 detail::shard_bytes(detail::ShardSpec{axis, size(), 0}), loc);
 }
