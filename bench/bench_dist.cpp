@@ -3,12 +3,17 @@
 // rank's mean time), and the data-parallel step of a small MLP. Run under mpirun:
 //
 //   mpirun -np 2 build-bench/bench/bench_dist        # rank 0 prints markdown tables
+//   mpirun -np 2 build-bench/bench/bench_dist --clock cpu --rounds 11
+//
+// --clock cpu times each rank's CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of the wall clock: on
+// a loaded machine the time a rank is descheduled then counts for neither side (a rank that
+// busy-polls for a descheduled peer still counts its polls).
 //
 // rlx's side is a compiled graph holding one all_reduce (sum, f32) run on a Buffer: what a jitted
-// step pays per collective (its start and wait steps: one copy of the operand into its result,
-// MPI_Iallreduce, and the polls of the wait). MPI's side reduces in place in a std::vector, with
-// MPI_Allreduce and with MPI_Iallreduce + MPI_Wait (the call rlx makes, to tell rlx's own cost
-// from the non-blocking algorithm's).
+// step pays per collective with nothing to overlap (one plan step calling MPI_Allreduce from the
+// operand into the result). MPI's side calls MPI_Allreduce in place in a std::vector and from one
+// vector into another (what rlx's op does: its operand stays intact), and MPI_Iallreduce +
+// MPI_Wait (the call of a start and a wait step, to tell the non-blocking algorithm's cost).
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 #include <rlx/all.hpp>
@@ -16,11 +21,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
 #include <vector>
 
 namespace {
 
+bool cpu_clock = false;
+
 double now() {
+  if (cpu_clock) {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -42,50 +58,59 @@ double median(std::vector<double> v) {
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  int rounds = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--clock") == 0) cpu_clock = std::string(argv[i + 1]) == "cpu";
+    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
+  }
   rlx::dist::init();
   const int rank = rlx::dist::rank(), ranks = rlx::dist::size();
   // Rounds alternate the three sides, so that load on a shared machine falls on all of them;
   // the table gives each side's median and the median of the per-round ratios.
-  const int rounds = 7;
   if (rank == 0) {
-    std::printf("all_reduce (sum, f32) on %d ranks: rlx's op vs MPI_Allreduce and "
-                "MPI_Iallreduce + MPI_Wait (medians of %d alternating rounds)\n\n",
-                ranks, rounds);
-    std::printf("| bytes | MPI us | MPI_Iallreduce us | rlx us | rlx / MPI | rlx / Iallreduce | "
-                "MPI GB/s (bus) |\n|---|---|---|---|---|---|---|\n");
+    std::printf("all_reduce (sum, f32) on %d ranks: rlx's op vs MPI_Allreduce in place and out of "
+                "place, and MPI_Iallreduce + MPI_Wait (medians of %d alternating rounds, %s "
+                "time)\n\n",
+                ranks, rounds, cpu_clock ? "CPU" : "wall");
+    std::printf("| bytes | MPI in place us | MPI out of place us | MPI_Iallreduce us | rlx us | "
+                "rlx / MPI in place | rlx / MPI out of place | MPI GB/s (bus) |\n"
+                "|---|---|---|---|---|---|---|---|\n");
   }
   for (int64_t bytes = 8; bytes <= (int64_t(1) << 26); bytes *= 4) {
     const int64_t n = bytes / 4;
     const int iters = bytes <= 65536 ? 300 : bytes <= (1 << 22) ? 20 : 4;
-    std::vector<float> raw(std::size_t(n), 1.0f);
+    std::vector<float> raw(std::size_t(n), 1.0f), sent(std::size_t(n), 1.0f);
     rlx::ir::Graph g("all_reduce");
     rlx::ir::NodeId x = g.input("x", rlx::ir::Shape({n}, rlx::ir::DType::F32));
     g.set_outputs({g.all_reduce(x, rlx::ir::CollectiveOp::Sum)});
     auto exe = rlx::compile(g, rlx::Backend::Jit);
     rlx::Buffer in(rlx::ir::Shape({n}, rlx::ir::DType::F32));
     std::vector<const rlx::Buffer*> leaves{&in};
-    std::vector<double> t_mpi, t_nb, t_rlx, r_mpi, r_nb;
+    std::vector<double> t_mpi, t_out, t_nb, t_rlx, r_mpi, r_out;
     for (int round = 0; round < rounds; ++round) {
       t_mpi.push_back(time_calls(iters, [&] {
         MPI_Allreduce(MPI_IN_PLACE, raw.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      }));
+      t_rlx.push_back(time_calls(iters, [&] { (void)exe->run(leaves); }));
+      t_out.push_back(time_calls(iters, [&] {
+        MPI_Allreduce(sent.data(), raw.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       }));
       t_nb.push_back(time_calls(iters, [&] {
         MPI_Request req;
         MPI_Iallreduce(MPI_IN_PLACE, raw.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
       }));
-      t_rlx.push_back(time_calls(iters, [&] { (void)exe->run(leaves); }));
       r_mpi.push_back(t_rlx.back() / t_mpi.back());
-      r_nb.push_back(t_rlx.back() / t_nb.back());
+      r_out.push_back(t_rlx.back() / t_out.back());
     }
     double mpi = median(t_mpi);
     // Bus bandwidth as osu and nccl-tests report it: 2 (P-1)/P of the bytes cross each link.
     double bus = ranks > 1 ? double(bytes) * 2.0 * (ranks - 1) / ranks / mpi / 1e9 : 0.0;
     if (rank == 0)
-      std::printf("| %lld | %.2f | %.2f | %.2f | %.3f | %.3f | %.2f |\n",
-                  static_cast<long long>(bytes), mpi * 1e6, median(t_nb) * 1e6, median(t_rlx) * 1e6,
-                  median(r_mpi), median(r_nb), bus);
+      std::printf("| %lld | %.2f | %.2f | %.2f | %.2f | %.3f | %.3f | %.2f |\n",
+                  static_cast<long long>(bytes), mpi * 1e6, median(t_out) * 1e6, median(t_nb) * 1e6,
+                  median(t_rlx) * 1e6, median(r_mpi), median(r_out), bus);
   }
   rlx::dist::finalize();
   return 0;

@@ -363,6 +363,66 @@ TEST_CASE("dist: the JIT starts an all_reduce as soon as its operand is made and
                       Tensor::from_vector(outs[0], {16, 16}), 1e-6, 1e-6));
 }
 
+TEST_CASE("dist: the JIT overlaps send, recv and reduce_to_root with independent products, with "
+          "the blocking interpreter's results") {
+  // Each starts (MPI_Isend, MPI_Irecv, MPI_Ireduce) before the products and is waited for after
+  // them: just before the sum reading the received tensor, or at the end.
+  Tensor x = part(R(), {8, 8}, 43), y = part(0, {8, 8}, 44) * 0.05f;
+  const int next = (R() + 1) % P(), prev = (R() + P() - 1) % P();
+  std::vector<double> sum = values(part(0, {8, 8}, 43));
+  for (int r = 1; r < P(); ++r) {
+    std::vector<double> v = values(part(r, {8, 8}, 43));
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
+  }
+  std::vector<std::vector<double>> outs;
+  rlx::test::on_both_backends([&] {
+    auto f = rlx::jit([next, prev](const Tensor& a, const Tensor& b) {
+      Tensor s = rlx::dist::send(a, next, 5);
+      Tensor r = rlx::dist::recv(rlx::zeros({8, 8}), prev, 5);
+      Tensor t = rlx::dist::reduce(a, 0);
+      Tensor h = rlx::tanh(rlx::matmul(rlx::matmul(b, b), b));
+      return std::tuple{s, r + h, t};
+    });
+    rlx::dist::reset_stats();
+    auto [s, rh, t] = f(x, y);
+    CHECK(values(s) == values(x));
+    CHECK(values(t) == (R() == 0 ? sum : std::vector<double>(64, 0.0)));
+    outs.push_back(values(rh));
+    Tensor h = rlx::tanh(rlx::matmul(rlx::matmul(y, y), y));
+    CHECK(rlx::allclose(rh - h, part(prev, {8, 8}, 43), 1e-5, 1e-5));
+    rlx::dist::Stats st = rlx::dist::stats();
+    if (rlx::default_backend() == rlx::Backend::Jit) {
+      CHECK(st.overlapped == 3);
+      CHECK(st.steps_overlapped >= 6); // each of the three waited after at least the products
+    } else {
+      CHECK(st.overlapped == 0);
+    }
+  });
+  REQUIRE(outs.size() == 2);
+  CHECK(rlx::allclose(Tensor::from_vector(outs[1], {8, 8}), Tensor::from_vector(outs[0], {8, 8}),
+                      1e-6, 1e-6));
+}
+
+TEST_CASE("dist: the JIT runs a collective with nothing to overlap as one blocking step, with the "
+          "interpreter's result") {
+  // all_reduce is the only step: the plan has no wait step, and no overlap is counted.
+  Tensor x = part(R(), {4, 5}, 45);
+  std::vector<double> mean = values(part(0, {4, 5}, 45));
+  for (int r = 1; r < P(); ++r) {
+    std::vector<double> v = values(part(r, {4, 5}, 45));
+    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += v[i];
+  }
+  for (double& m : mean) m = double(float(m) / float(P()));
+  rlx::test::on_both_backends([&] {
+    auto f = rlx::jit([](const Tensor& a) { return rlx::dist::all_reduce(a, CollectiveOp::Mean); });
+    rlx::dist::reset_stats();
+    Tensor got = f(x);
+    CHECK(values(got) == mean);
+    CHECK(values(x) == values(part(R(), {4, 5}, 45))); // the operand is intact
+    CHECK(rlx::dist::stats().overlapped == 0);
+  });
+}
+
 TEST_CASE("dist: the JIT's non-blocking all_gather, reduce_scatter, broadcast and mean equal the "
           "serial computation") {
   rlx::test::on_both_backends([] {
@@ -408,6 +468,50 @@ TEST_CASE("dist: a serial MLP with shard() on its weights equals the serial MLP 
       return mlp(rlx::dist::shard(a1, 1), c1, rlx::dist::shard(a2, 0));
     });
     CHECK(rlx::allclose(jitted(w1, b1, w2), serial, 1e-5, 1e-6));
+  });
+}
+
+TEST_CASE("dist: rlx::grad through a sharded Megatron MLP equals the serial gradient (the "
+          "annotation is transparent to autodiff)") {
+  // The loss reads the MLP's whole output on every rank, so each rank's gradient of it is the
+  // serial one: the pass splits the backward program by the annotations the VJP puts on the
+  // cotangents (and the forward values it reads), and gathers the sharded gradients.
+  rlx::test::on_both_backends([] {
+    const int64_t in = 6, hidden = 4 * P(), out = 3;
+    Tensor x = rlx::randn({5, in}, 71), w1 = rlx::randn({in, hidden}, 72) * 0.4f;
+    Tensor b1 = rlx::randn({hidden}, 73) * 0.1f, w2 = rlx::randn({hidden, out}, 74) * 0.4f;
+    Tensor b2 = rlx::randn({out}, 75) * 0.1f;
+    auto loss = [&](bool sharded) {
+      return [&, sharded](const Tensor& a1, const Tensor& c1, const Tensor& a2) {
+        Tensor s1 = sharded ? rlx::dist::shard(a1, 1) : a1;
+        Tensor t1 = sharded ? rlx::dist::shard(c1, 0) : c1;
+        Tensor s2 = sharded ? rlx::dist::shard(a2, 0) : a2;
+        Tensor y = rlx::matmul(rlx::gelu(rlx::matmul(x, s1) + t1), s2) + b2;
+        return rlx::sum(rlx::sin(y));
+      };
+    };
+    auto nums = rlx::argnums<0, 1, 2>;
+    auto [l0, g0] = rlx::value_and_grad(loss(false), nums)(w1, b1, w2);
+    auto [l1, g1] = rlx::value_and_grad(loss(true), nums)(w1, b1, w2);
+    CHECK(rlx::allclose(l1, l0, 1e-5, 1e-6));
+    CHECK(std::get<0>(g1).sizes() == w1.sizes());
+    CHECK(rlx::allclose(std::get<0>(g1), std::get<0>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(std::get<1>(g1), std::get<1>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(std::get<2>(g1), std::get<2>(g0), 1e-5, 1e-6));
+    // Inside rlx::jit too, and forward mode: the tangent of the sharded MLP is the serial one.
+    auto jitted = rlx::jit([&](const Tensor& a1, const Tensor& c1, const Tensor& a2) {
+      return rlx::grad(loss(true), nums)(a1, c1, a2);
+    });
+    auto [j1, j2, j3] = jitted(w1, b1, w2);
+    CHECK(rlx::allclose(j1, std::get<0>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(j2, std::get<1>(g0), 1e-5, 1e-6));
+    CHECK(rlx::allclose(j3, std::get<2>(g0), 1e-5, 1e-6));
+    Tensor dw = rlx::randn({in, hidden}, 76);
+    auto f_serial = [&](const Tensor& a1) { return loss(false)(a1, b1, w2); };
+    auto f_sharded = [&](const Tensor& a1) { return loss(true)(a1, b1, w2); };
+    auto [v0, t0] = rlx::jvp(f_serial, std::tuple{w1}, std::tuple{dw});
+    auto [v1, t1] = rlx::jvp(f_sharded, std::tuple{w1}, std::tuple{dw});
+    CHECK(rlx::allclose(t1, t0, 1e-5, 1e-6));
   });
 }
 

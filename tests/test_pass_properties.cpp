@@ -1,5 +1,6 @@
 // tests/test_pass_properties.cpp -- every pass, and the whole pipeline, keeps what random graphs
 // compute: interp(g) == interp(pass(g)), on graphs prepared so that each pass has work to do.
+#include "dist/shard.hpp"
 #include "passes/rewriter.hpp"
 #include "support/pass_check.hpp"
 #include "support/random_graph.hpp"
@@ -163,6 +164,18 @@ Subject plant_duplicates(const RandomGraph& rg, Rng& rng) {
     } catch (const Error&) {
       return id;
     }
+  });
+  return Subject{std::move(g), feeds_by_name(rg.graph, rg.leaves), {}};
+}
+
+/// rlx::dist::shard annotations after some nodes, recorded for one rank (as a single process
+/// records them): shard_propagate drops them.
+Subject plant_shards(const RandomGraph& rg, Rng& rng) {
+  ir::Graph g = rebuild(rg.graph, [&](ir::Graph& h, const ir::Node&, NodeId id) {
+    ir::Shape s = h.shape(id);
+    if (!s.is_static() || s.rank() == 0 || !rng.chance(0.3)) return id;
+    dist::detail::ShardSpec spec{int64_t(s.rank()) - 1, 1, 0};
+    return h.append_node(dist::detail::shard_op(spec), {id}, s, std::nullopt);
   });
   return Subject{std::move(g), feeds_by_name(rg.graph, rg.leaves), {}};
 }
@@ -387,6 +400,7 @@ Subject specialize_some(const RandomGraph& rg, Rng& rng) {
 
 /// What each pass's property test runs it on.
 Subject subject_for(std::string_view pass, const RandomGraph& rg, Rng& rng) {
+  if (pass == "shard_propagate") return plant_shards(rg, rng);
   if (pass == "inline_custom_fn") return plant_custom_fn(rg, rng);
   if (pass == "param_specialize") return specialize_some(rg, rng);
   if (pass == "constant_fold") return bake_leaves(rg, rng, 0.6);

@@ -39,9 +39,9 @@ private:
   std::optional<std::string> old_;
 };
 
-/// A graph where every pass the pipeline runs by default has work: a custom_fn to inline, a param
-/// to bake, weight-only math to fold, an identity, a duplicate, a residual add before a layer
-/// norm, and dead code.
+/// A graph where every pass the pipeline runs by default has work: a (one-rank) shard annotation
+/// to drop, a custom_fn to inline, a param to bake, weight-only math to fold, an identity, a
+/// duplicate, a residual add before a layer norm, and dead code.
 ir::Graph sample() {
   return ir::parse_text(R"(graph @sample {
   %0 = input("x") : [2, 3] f32
@@ -62,7 +62,8 @@ ir::Graph sample() {
   %11 = add(%9, %0) : [2, 3] f32                // a residual add: fuses into the norm
   %12 = constant(data=x"0000803f0000803f0000803f") : [3] f32
   %13 = layer_norm(%11, %12, %12) : [2, 3] f32
-  return %13
+  %14 = custom(%13, data=x"000000000000000001000000000000000000000000000000", name="rlx.dist.shard") : [2, 3] f32
+  return %14
 })");
 }
 
@@ -98,7 +99,7 @@ TEST_CASE("pipeline: bakes, folds, simplifies, merges, fuses and removes dead co
 }
 )";
   CHECK(ir::to_text(g) == want);
-  REQUIRE(runs.size() == 7);
+  REQUIRE(runs.size() == 8);
   for (const passes::PassRun& r : runs) {
     INFO(r.name);
     CHECK(r.changed);
@@ -225,7 +226,7 @@ TEST_CASE("pipeline: RLX_DEBUG=pass-times prints one line per pass, and so does 
     passes::compile_pipeline(g, opts);
     std::string out = log.str();
     INFO(out);
-    CHECK(std::count(out.begin(), out.end(), '\n') == 7); // the passes run by default
+    CHECK(std::count(out.begin(), out.end(), '\n') == 8); // the passes run by default
     CHECK(out.find("rlx pass cse") != std::string::npos);
     CHECK(out.find("rlx pass param_specialize") != std::string::npos);
     CHECK(out.find("(unchanged)") != std::string::npos);

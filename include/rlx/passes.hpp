@@ -29,6 +29,14 @@ struct PassOptions {
 // verified graph whose outputs compute the same values (as the interpreter computes them; the
 // exceptions are named). Unchanged nodes keep their labels and source locations.
 
+/// Rewrite a program with rlx::dist::shard annotations into this rank's part of it, with the
+/// collectives that make every output the whole value on every rank (src/passes/
+/// shard_propagate.cpp; docs/distributed.md has the rules). Not an optimization but what the
+/// annotation means, so compile_pipeline runs it first, always. On one rank an annotation is
+/// dropped. Guarantees: the serial program's outputs, with their shapes, within rounding (sums
+/// over ranks add in another order). Does nothing without an annotation.
+bool shard_propagate(ir::Graph& g, const PassOptions& opts = {});
+
 /// Replace every custom_fn node by its fwd_body, its Inputs bound to the node's operands (and
 /// its symbols to their dims), nested custom_fns too; the override AD bodies are dropped (this
 /// runs on graphs about to execute, after autodiff used them). Guarantees: bit-identical values
@@ -133,6 +141,8 @@ struct PassInfo {
 };
 
 inline constexpr PassInfo kPasses[] = {
+    {"shard_propagate", "split a program with dist::shard annotations into this rank's part",
+     &shard_propagate, false},
     {"inline_custom_fn", "replace custom_fn nodes by their fwd_body", &inline_custom_fn, true},
     {"param_specialize", "bake the parameters given in PassOptions::params into constants",
      &param_specialize, true},

@@ -14,8 +14,15 @@
 
 namespace rlx::dist::detail {
 
+// The blocking calls (all_reduce ... reduce_sum) run one blocking MPI call each; one that lasts
+// longer than wait_timeout() ends the process with a message naming `what` and the rank (a
+// watchdog thread: a blocking call cannot throw), and the launcher ends the job.
+
 /// x <- op over ranks of x, count elements of dtype t (f32, f64, i32, i64), in place.
 void all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op, std::string_view what);
+/// out <- op over ranks of in (in == out: in place). No copy of in is made first: MPI reads it.
+void all_reduce_into(const void* in, void* out, int64_t count, ir::DType t, ir::CollectiveOp op,
+                     std::string_view what);
 /// out <- the ranks' `in` (bytes each) one after the other, in rank order.
 void all_gather(const void* in, void* out, int64_t bytes, std::string_view what);
 /// out (count elements) <- block `rank` of the sum over ranks of in (size() * count elements).
@@ -44,10 +51,20 @@ void start_all_gather(const void* in, void* out, int64_t bytes, std::string_view
 void start_reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
                               std::string_view what);
 void start_broadcast(void* x, int64_t bytes, int root, std::string_view what);
+/// Keyed on out; out is untouched on the ranks other than root.
+void start_reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
+                      std::string_view what);
+/// Keyed on x. A message to this rank itself is queued (send) or taken (recv) at once, as by
+/// send and recv: nothing is left under way.
+void start_send(const void* x, int64_t bytes, int peer, int tag, std::string_view what);
+void start_recv(void* x, int64_t bytes, int peer, int tag, std::string_view what);
+/// The transport's own non-blocking send and recv (other ranks only).
+void start_send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what);
+void start_recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what);
 /// Finishes the collective started on key (nothing when none is under way there). Like every
-/// wait of the transport, it polls at most wait_timeout() seconds, then throws rlx::Error
-/// naming `what`, the rank and the wait, and every later call fails at once: the job cannot go
-/// on (the terminate handler ends every rank when nobody catches it).
+/// non-blocking wait of the transport, it polls at most wait_timeout() seconds, then throws
+/// rlx::Error naming `what`, the rank and the wait, and every later call fails at once: the job
+/// cannot go on (the terminate handler ends every rank when nobody catches it).
 void wait(const void* key, std::string_view what);
 
 /// RLX_DIST_TIMEOUT: how many seconds a wait lasts before it fails (default 300; 0: no limit).

@@ -135,6 +135,16 @@ void recv(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
   it->second.pop_front();
 }
 
+void start_send(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  if (peer != rank()) return start_send_to(x, bytes, peer, tag, what);
+  send(x, bytes, peer, tag, what);
+}
+
+void start_recv(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  if (peer != rank()) return start_recv_from(x, bytes, peer, tag, what);
+  recv(x, bytes, peer, tag, what);
+}
+
 } // namespace detail
 
 } // namespace rlx::dist

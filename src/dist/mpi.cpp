@@ -13,8 +13,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -153,6 +155,80 @@ void abort_job(int code) {
 
 namespace {
 
+void no_broken_job(const State& s, std::string_view what) {
+  if (s.broken)
+    fail(ErrorKind::Runtime, what, ": rank ", s.rank, " of ", s.size,
+         ": an earlier wait timed out, so the job cannot go on (end it: rlx::dist::abort)");
+}
+
+/// The watchdog of blocking calls: a thread that wakes every tenth of the timeout (at most once
+/// a second) and ends the process when the call armed for longer than RLX_DIST_TIMEOUT is still
+/// running. A blocking MPI call cannot be interrupted, and another MPI call (MPI_Abort) from
+/// this thread would break MPI_THREAD_SERIALIZED: the process prints the message and exits
+/// with 1, and mpirun (or any launcher) ends the other ranks of a job one of whose processes
+/// exited without MPI_Finalize. Arming is a clock read and three atomic stores: nothing a call
+/// pays for.
+struct Watchdog {
+  std::atomic<int64_t> since_ns{0}; ///< when the running blocking call began; 0: none runs
+  std::atomic<const char*> what{nullptr};
+  std::atomic<std::size_t> what_len{0};
+};
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Watchdog* watchdog() {
+  const double limit = wait_timeout();
+  if (!(limit > 0)) return nullptr;
+  // Never freed: the thread outlives main() (it is detached), so the state must too.
+  static Watchdog* w = [limit] {
+    auto* d = new Watchdog;
+    std::thread([d, limit] {
+      const auto period = std::chrono::duration<double>(std::clamp(limit / 10, 0.01, 1.0));
+      for (;;) {
+        std::this_thread::sleep_for(period);
+        int64_t since = d->since_ns.load(std::memory_order_acquire);
+        if (since == 0 || double(steady_ns() - since) * 1e-9 <= limit) continue;
+        const State& s = state();
+        std::string_view what(d->what.load(), d->what_len.load());
+        std::fprintf(stderr,
+                     "rlx::dist: rank %d of %d: %.*s: rank %d of %d waited %g s for the other "
+                     "ranks (RLX_DIST_TIMEOUT) and gives up: a rank skipped this collective, "
+                     "stopped, or waits in another one; this process ends the job\n",
+                     s.rank, s.size, int(what.size()), what.data(), s.rank, s.size, limit);
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }).detach();
+    return d;
+  }();
+  return w;
+}
+
+/// Runs the blocking MPI call(s) in f under the lock and the watchdog.
+template <class F> void blocking(std::string_view what, F&& f) {
+  State& s = state();
+  Watchdog* w = watchdog();
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  if (w) {
+    w->what.store(what.data());
+    w->what_len.store(what.size());
+    w->since_ns.store(steady_ns(), std::memory_order_release);
+  }
+  // Disarmed however f ends: a failed call throws rlx::Error, which the caller may catch.
+  struct Disarm {
+    Watchdog* w;
+    ~Disarm() {
+      if (w) w->since_ns.store(0, std::memory_order_release);
+    }
+  } disarm{w};
+  f();
+}
+
 /// A collective under way: its requests, and the division a mean still needs.
 struct Pending {
   std::vector<MPI_Request> requests;
@@ -161,12 +237,6 @@ struct Pending {
   ir::DType dtype = ir::DType::F32;
   int ranks = 1;
 };
-
-void no_broken_job(const State& s, std::string_view what) {
-  if (s.broken)
-    fail(ErrorKind::Runtime, what, ": rank ", s.rank, " of ", s.size,
-         ": an earlier wait timed out, so the job cannot go on (end it: rlx::dist::abort)");
-}
 
 /// Polls the requests (MPI_Testall, so the timeout can be checked) until they are done, or
 /// fails after wait_timeout() seconds. The lock is taken per poll: another thread's MPI call
@@ -289,25 +359,67 @@ void keep(const void* key, Pending p, std::string_view what) {
 
 } // namespace
 
+void all_reduce_into(const void* in, void* out, int64_t count, ir::DType t, ir::CollectiveOp op,
+                     std::string_view what) {
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  std::size_t elem = ir::size_bytes(t);
+  if (!s.started || s.size == 1) { // one rank: the value is its own sum, max and mean
+    if (in != out) std::memcpy(out, in, std::size_t(count) * elem);
+    return;
+  }
+  blocking(what, [&] {
+    const auto* i = static_cast<const std::byte*>(in);
+    auto* o = static_cast<std::byte*>(out);
+    for (int64_t at = 0; at < count; at += kChunk) {
+      std::size_t off = std::size_t(at) * elem;
+      check(MPI_Allreduce(in == out ? MPI_IN_PLACE : i + off, o + off,
+                          int(std::min(kChunk, count - at)), type, mpi_op(op), s.comm),
+            what);
+    }
+  });
+  if (op == ir::CollectiveOp::Mean) {
+    if (t == ir::DType::F32)
+      divide<float>(out, count, s.size);
+    else
+      divide<double>(out, count, s.size);
+  }
+}
+
 void all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op, std::string_view what) {
-  Pending p = begin_all_reduce(x, count, t, op, what);
-  finish(p, what);
+  all_reduce_into(x, x, count, t, op, what);
 }
 
 void all_gather(const void* in, void* out, int64_t bytes, std::string_view what) {
-  Pending p = begin_all_gather(in, out, bytes, what);
-  finish(p, what);
+  State& s = state();
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(bytes));
+    return;
+  }
+  int n = small_count(bytes, what);
+  blocking(what, [&] { check(MPI_Allgather(in, n, MPI_BYTE, out, n, MPI_BYTE, s.comm), what); });
 }
 
 void reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DType t,
                         std::string_view what) {
-  Pending p = begin_reduce_scatter_sum(in, out, count, t, what);
-  finish(p, what);
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
+    return;
+  }
+  int n = small_count(count, what);
+  blocking(what, [&] { check(MPI_Reduce_scatter_block(in, out, n, type, MPI_SUM, s.comm), what); });
 }
 
 void broadcast(void* x, int64_t bytes, int root, std::string_view what) {
-  Pending p = begin_broadcast(x, bytes, root, what);
-  finish(p, what);
+  State& s = state();
+  if (!s.started || s.size == 1) return;
+  blocking(what, [&] {
+    auto* data = static_cast<std::byte*>(x);
+    for (int64_t at = 0; at < bytes; at += kChunk)
+      check(MPI_Bcast(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, root, s.comm), what);
+  });
 }
 
 void start_all_reduce(void* x, int64_t count, ir::DType t, ir::CollectiveOp op,
@@ -340,6 +452,62 @@ void wait(const void* key, std::string_view what) {
   finish(p, what);
 }
 
+namespace {
+
+Pending begin_reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
+                         std::string_view what) {
+  State& s = state();
+  MPI_Datatype type = mpi_type(t, what);
+  std::size_t elem = ir::size_bytes(t);
+  Pending p;
+  if (!s.started || s.size == 1) {
+    std::memcpy(out, in, std::size_t(count) * elem);
+    return p;
+  }
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  auto* o = static_cast<std::byte*>(out);
+  const auto* i = static_cast<const std::byte*>(in);
+  for (int64_t at = 0; at < count; at += kChunk) {
+    int n = int(std::min(kChunk, count - at));
+    std::size_t off = std::size_t(at) * elem;
+    check(MPI_Ireduce(i + off, s.rank == root ? o + off : nullptr, n, type, MPI_SUM, root, s.comm,
+                      &p.requests.emplace_back()),
+          what);
+  }
+  return p;
+}
+
+Pending begin_send(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  State& s = state();
+  if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to send to");
+  Pending p;
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  const auto* data = static_cast<const std::byte*>(x);
+  for (int64_t at = 0; at < bytes; at += kChunk)
+    check(MPI_Isend(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
+                    &p.requests.emplace_back()),
+          what);
+  return p;
+}
+
+Pending begin_recv(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  State& s = state();
+  if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to receive");
+  Pending p;
+  std::lock_guard lock(s.mutex);
+  no_broken_job(s, what);
+  auto* data = static_cast<std::byte*>(x);
+  for (int64_t at = 0; at < bytes; at += kChunk)
+    check(MPI_Irecv(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
+                    &p.requests.emplace_back()),
+          what);
+  return p;
+}
+
+} // namespace
+
 void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
                 std::string_view what) {
   State& s = state();
@@ -349,52 +517,39 @@ void reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
     std::memcpy(out, in, std::size_t(count) * elem);
     return;
   }
-  Pending p;
-  {
-    std::lock_guard lock(s.mutex);
-    no_broken_job(s, what);
+  blocking(what, [&] {
     auto* o = static_cast<std::byte*>(out);
     const auto* i = static_cast<const std::byte*>(in);
     for (int64_t at = 0; at < count; at += kChunk) {
-      int n = int(std::min(kChunk, count - at));
       std::size_t off = std::size_t(at) * elem;
-      check(MPI_Ireduce(i + off, s.rank == root ? o + off : nullptr, n, type, MPI_SUM, root, s.comm,
-                        &p.requests.emplace_back()),
+      check(MPI_Reduce(i + off, s.rank == root ? o + off : nullptr,
+                       int(std::min(kChunk, count - at)), type, MPI_SUM, root, s.comm),
             what);
     }
-  }
-  finish(p, what);
+  });
 }
 
+void start_reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
+                      std::string_view what) {
+  keep(out, begin_reduce_sum(in, out, count, t, root, what), what);
+}
+
+void start_send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  keep(x, begin_send(x, bytes, peer, tag, what), what);
+}
+
+void start_recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  keep(x, begin_recv(x, bytes, peer, tag, what), what);
+}
+
+// Standard-mode sends and receives stay non-blocking and polled: a timed-out one throws.
 void send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
-  State& s = state();
-  if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to send to");
-  Pending p;
-  {
-    std::lock_guard lock(s.mutex);
-    no_broken_job(s, what);
-    const auto* data = static_cast<const std::byte*>(x);
-    for (int64_t at = 0; at < bytes; at += kChunk)
-      check(MPI_Isend(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
-                      &p.requests.emplace_back()),
-            what);
-  }
+  Pending p = begin_send(x, bytes, peer, tag, what);
   finish(p, what);
 }
 
 void recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
-  State& s = state();
-  if (!s.started) fail(ErrorKind::Runtime, what, ": the job has one rank; nothing to receive");
-  Pending p;
-  {
-    std::lock_guard lock(s.mutex);
-    no_broken_job(s, what);
-    auto* data = static_cast<std::byte*>(x);
-    for (int64_t at = 0; at < bytes; at += kChunk)
-      check(MPI_Irecv(data + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, peer, tag, s.comm,
-                      &p.requests.emplace_back()),
-            what);
-  }
+  Pending p = begin_recv(x, bytes, peer, tag, what);
   finish(p, what);
 }
 

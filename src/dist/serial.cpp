@@ -17,6 +17,10 @@ void stop() {}
 void abort_job(int code) { std::_Exit(code); }
 
 void all_reduce(void*, int64_t, ir::DType, ir::CollectiveOp, std::string_view) {}
+void all_reduce_into(const void* in, void* out, int64_t count, ir::DType t, ir::CollectiveOp,
+                     std::string_view) {
+  if (in != out) std::memcpy(out, in, std::size_t(count) * ir::size_bytes(t));
+}
 void all_gather(const void* in, void* out, int64_t bytes, std::string_view) {
   std::memcpy(out, in, std::size_t(bytes));
 }
@@ -36,12 +40,22 @@ void start_reduce_scatter_sum(const void* in, void* out, int64_t count, ir::DTyp
   reduce_scatter_sum(in, out, count, t, what);
 }
 void start_broadcast(void*, int64_t, int, std::string_view) {}
+void start_reduce_sum(const void* in, void* out, int64_t count, ir::DType t, int root,
+                      std::string_view what) {
+  reduce_sum(in, out, count, t, root, what);
+}
 void wait(const void*, std::string_view) {}
 void send_to(const void*, int64_t, int, int, std::string_view what) {
   fail(ErrorKind::Unsupported, what, ": this rlx is built without MPI; there is no other rank");
 }
 void recv_from(void*, int64_t, int, int, std::string_view what) {
   fail(ErrorKind::Unsupported, what, ": this rlx is built without MPI; there is no other rank");
+}
+void start_send_to(const void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  send_to(x, bytes, peer, tag, what);
+}
+void start_recv_from(void* x, int64_t bytes, int peer, int tag, std::string_view what) {
+  recv_from(x, bytes, peer, tag, what);
 }
 
 } // namespace rlx::dist::detail

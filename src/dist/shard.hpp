@@ -48,13 +48,8 @@ inline ir::Op shard_op(const ShardSpec& s) {
                                 std::nullopt});
 }
 
+/// Registers the annotation's op (src/dist/tensor.cpp). librlx does it when it is loaded, so a
+/// graph holding the op parses from text and runs in any program.
+void register_shard_op();
+
 } // namespace rlx::dist::detail
-
-namespace rlx::passes {
-
-/// Rewrites a graph with shard annotations into this rank's part of it, with the collectives
-/// that make every output the full value on every rank (src/passes/shard_propagate.cpp);
-/// whether it changed g. compile_pipeline runs it first.
-bool shard_propagate(ir::Graph& g);
-
-} // namespace rlx::passes

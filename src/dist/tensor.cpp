@@ -84,9 +84,11 @@ Blocks blocks_of(const ir::Shape& s, int64_t axis) {
 
 /// The annotation's op. As recorded (block 0) its value is its operand, so the program keeps
 /// the serial shapes; the pass turns it into its block form (block 1), whose kernel reads the
-/// job's rank (every rank has the same graph). No derivative hooks: gradients through shard()
-/// are not supported yet (docs/distributed.md).
-void register_shard_op() {
+/// job's rank (every rank has the same graph). Transparent to autodiff, as JAX's sharding
+/// constraints: the annotation is the identity, so its cotangent (tangent) is the incoming one
+/// under the same annotation, and the pass splits the backward (forward-mode) program as it
+/// splits the forward one.
+void register_shard_op_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     CustomOp op;
@@ -121,11 +123,26 @@ void register_shard_op() {
         std::memcpy(to + o * len * b.inner, from + (o * b.full + r * len) * b.inner,
                     std::size_t(len * b.inner));
     };
+    op.vjp = [](std::span<const Tensor>, const Tensor&, const Tensor& d_out, AttrBytes bytes) {
+      return std::vector<Tensor>{custom(std::string(detail::kShardOp), {d_out},
+                                        std::vector<uint8_t>(bytes.begin(), bytes.end()))};
+    };
+    op.jvp = [](std::span<const Tensor>, std::span<const Tensor> t, const Tensor&,
+                AttrBytes bytes) {
+      return custom(std::string(detail::kShardOp), {t[0]},
+                    std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    };
     register_op(std::string(detail::kShardOp), std::move(op));
   });
 }
 
+// At load, so that graphs holding the op parse from text (the pass's golden tests) and run in a
+// program that never called shard().
+[[maybe_unused]] const bool shard_op_at_load = (register_shard_op_once(), true);
+
 } // namespace
+
+void detail::register_shard_op() { register_shard_op_once(); }
 
 Tensor shard(const Tensor& x, int64_t axis, Loc loc) {
   Dims d = x.sizes(loc);
@@ -137,7 +154,7 @@ Tensor shard(const Tensor& x, int64_t axis, Loc loc) {
   if (d[std::size_t(axis)] % size() != 0)
     fail(ErrorKind::Shape, "dist::shard: axis ", axis, " (size ", d[std::size_t(axis)],
          ") does not split into ", size(), " equal blocks, one per rank", rlx::detail::at_loc(loc));
-  register_shard_op();
+  detail::register_shard_op();
   return custom(std::string(detail::kShardOp), {x},
                 detail::shard_bytes(detail::ShardSpec{axis, size(), 0}), loc);
 }

@@ -44,6 +44,13 @@ private:
     return h == Home::Fed || h == Home::Constant;
   }
   bool is_runtime(const LirStep& s) const { return lir_.policy && s.rule == lir_.policy->runtime; }
+  /// Whether a step after start step s waits for its node.
+  bool waited_later(uint32_t s) const {
+    NodeId id = lir_.steps[s].node;
+    return std::any_of(lir_.steps.begin() + s + 1, lir_.steps.end(), [&](const LirStep& o) {
+      return o.rule == lir_.policy->wait && o.node == id;
+    });
+  }
 
   /// Every read is made before its step; every value is written once, by one step.
   void check_steps() {
@@ -82,7 +89,9 @@ private:
           error("step ", s, " waits for ", step.node, " a second time");
         continue;
       }
-      if (lir_.policy && step.rule == lir_.policy->start) started_.push_back(step.node);
+      // A start step without a wait step runs its collective to the end (nothing to overlap).
+      if (lir_.policy && step.rule == lir_.policy->start && waited_later(s))
+        started_.push_back(step.node);
       // A value under way is read only after its wait.
       for (NodeId in : step.reads)
         if (std::find(started_.begin(), started_.end(), in) != started_.end() &&

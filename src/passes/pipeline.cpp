@@ -1,8 +1,6 @@
 // src/passes/pipeline.cpp -- the compile pipeline: the passes in order, with dumps and timings.
 #include "rlx/passes.hpp"
 
-#include "dist/shard.hpp"
-
 #include "rlx/ir/text.hpp"
 #include "rlx/ir/verify.hpp"
 
@@ -89,10 +87,10 @@ const PassInfo* find_pass(std::string_view name) {
 }
 
 std::vector<PassRun> compile_pipeline(ir::Graph& g, const PipelineOptions& opts) {
-  // Before all: rlx::dist::shard's annotations get their collectives. Not an optimization, so
-  // not in the catalogue: what the annotation means (nothing happens without one).
-  shard_propagate(g);
   PassRunner run(g, opts);
+  // Before all: rlx::dist::shard's annotations get their collectives. Not an optimization but
+  // what the annotation means, so always run (nothing happens without one).
+  run(shard_propagate);
   // First: user-defined sub-graphs become ordinary nodes every later pass (and the JIT's
   // fusion) sees through.
   run(inline_custom_fn);

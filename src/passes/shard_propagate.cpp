@@ -16,11 +16,12 @@
 // - any other op, and operands sharded along different axes, read all-gathered (whole) values;
 // - outputs are all-gathered (sharded) or all-reduced (partial).
 // Shapes after a rewritten node are inferred again. Every rank has the same graph and so adds the
-// same collectives in the same order. Not in the pass catalogue: it is not an optimization but
-// what the annotation means, so compile_pipeline always runs it first (without an annotation it
-// does nothing).
+// same collectives in the same order. Not an optimization but what the annotation means, so
+// compile_pipeline always runs it first (without an annotation it does nothing).
 #include "dist/shard.hpp"
 #include "rewriter.hpp"
+
+#include "rlx/passes.hpp"
 
 #include "rlx/ir/infer.hpp"
 
@@ -244,7 +245,7 @@ private:
 
 } // namespace
 
-bool shard_propagate(ir::Graph& g) {
+bool shard_propagate(ir::Graph& g, const PassOptions&) {
   if (std::none_of(g.nodes().begin(), g.nodes().end(), [](const ir::Node& n) {
         std::optional<dist::detail::ShardSpec> s = dist::detail::shard_spec(n);
         return s && !s->block;
