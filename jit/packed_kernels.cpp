@@ -329,70 +329,77 @@ const Kernels& kernels() {
   return picked;
 }
 
-class DequantMatMulCall final : public LibraryCall {
+/// What both directions of dequant_matmul read: the weights' rows, x (or g), and the sizes. The
+/// forward's x is [m, k] and its result [m, n]; the adjoint's g is [m, n] and its result [m, k].
+class DequantCall : public LibraryCall {
 public:
-  DequantMatMulCall(const ir::Graph& g, const ir::Node& n)
+  DequantCall(const ir::Graph& g, const ir::Node& n)
       : scheme_(n.op.attrs<ir::DequantMatMulAttrs>().scheme), weights_(n.inputs.size() - 1) {
-    const auto xs = g.shape(n.inputs[0]).sizes();
-    m_ = xs[0];
-    k_ = xs[1];
-    n_ = n.shape.sizes()[1];
+    const auto in = g.shape(n.inputs[0]).sizes();
+    const bool adjoint = n.op.attrs<ir::DequantMatMulAttrs>().adjoint;
+    m_ = in[0];
+    k_ = adjoint ? n.shape.sizes()[1] : in[1];
+    n_ = adjoint ? in[1] : n.shape.sizes()[1];
     if (weights_ == 3) scale_count_ = *g.shape(n.inputs[2]).num_elements();
   }
-  void run(const std::byte* const* reads, std::byte* out) const override {
+
+protected:
+  /// The packed rows of one call and the decode chunk (whole blocks).
+  struct Prepared {
+    quant::DequantRows rows;
+    int64_t chunk;
+  };
+  Prepared prepare(const std::byte* const* reads) const {
     const void* w[3] = {};
     for (int64_t i = 0; i < weights_; ++i) w[i] = reads[1 + i];
-    const quant::DequantRows rows = quant::dequant_rows(scheme_, n_, k_, w, weights_, scale_count_);
-    const int64_t chunk = std::max(rows.block, kChunk / rows.block * rows.block);
-    const Job job{&rows, reinterpret_cast<const float*>(reads[0]), reinterpret_cast<float*>(out),
-                  m_, chunk};
-    const RowsFn fn = kernels().rows;
-    // Enough rows per task that a task reads tens of KB of packed weights.
-    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k_));
-    threads::parallel_for(n_, grain, [&](int64_t b, int64_t e) {
-      std::vector<float> buf(static_cast<std::size_t>(chunk));
-      std::vector<float> acc(static_cast<std::size_t>(std::max<int64_t>(1, m_)));
-      fn(job, b, e, buf.data(), acc.data());
-    });
+    Prepared p{quant::dequant_rows(scheme_, n_, k_, w, weights_, scale_count_), 0};
+    p.chunk = std::max(p.rows.block, kChunk / p.rows.block * p.rows.block);
+    return p;
+  }
+  Job job(const Prepared& p, const std::byte* const* reads, std::byte* out) const {
+    return Job{&p.rows, reinterpret_cast<const float*>(reads[0]), reinterpret_cast<float*>(out), m_,
+               p.chunk};
   }
 
-private:
   quant::QuantScheme scheme_;
   int64_t weights_ = 1, m_ = 0, k_ = 0, n_ = 0, scale_count_ = 0;
 };
 
-class DequantMatMulAdjointCall final : public LibraryCall {
+class DequantMatMulCall final : public DequantCall {
 public:
-  DequantMatMulAdjointCall(const ir::Graph& g, const ir::Node& n)
-      : scheme_(n.op.attrs<ir::DequantMatMulAttrs>().scheme), weights_(n.inputs.size() - 1) {
-    const auto gs = g.shape(n.inputs[0]).sizes();
-    m_ = gs[0];
-    n_ = gs[1];
-    k_ = n.shape.sizes()[1];
-    if (weights_ == 3) scale_count_ = *g.shape(n.inputs[2]).num_elements();
-  }
+  using DequantCall::DequantCall;
   void run(const std::byte* const* reads, std::byte* out) const override {
-    const void* w[3] = {};
-    for (int64_t i = 0; i < weights_; ++i) w[i] = reads[1 + i];
-    const quant::DequantRows rows = quant::dequant_rows(scheme_, n_, k_, w, weights_, scale_count_);
-    const int64_t chunk = std::max(rows.block, kChunk / rows.block * rows.block);
-    const Job job{&rows, reinterpret_cast<const float*>(reads[0]), reinterpret_cast<float*>(out),
-                  m_, chunk};
+    const Prepared p = prepare(reads);
+    const Job j = job(p, reads, out);
+    const RowsFn fn = kernels().rows;
+    // Enough rows per task that a task reads tens of KB of packed weights.
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k_));
+    threads::parallel_for(n_, grain, [&](int64_t b, int64_t e) {
+      std::vector<float> buf(static_cast<std::size_t>(p.chunk));
+      std::vector<float> acc(static_cast<std::size_t>(std::max<int64_t>(1, m_)));
+      fn(j, b, e, buf.data(), acc.data());
+    });
+  }
+};
+
+class DequantMatMulAdjointCall final : public DequantCall {
+public:
+  using DequantCall::DequantCall;
+  void run(const std::byte* const* reads, std::byte* out) const override {
+    const Prepared p = prepare(reads);
+    const Job j = job(p, reads, out);
     const AdjointFn fn = kernels().adjoint;
     // One task per thread, of at least 1024 columns (32 Q4_0 or Q8_0 blocks, whole cache lines): a
     // task reads a long run of each row, which the prefetchers follow.
+    const int64_t chunk = p.chunk;
     const int64_t units = (k_ + chunk - 1) / chunk;
     const int64_t per_thread = (units + rlx::num_threads() - 1) / rlx::num_threads();
     threads::parallel_for(units, std::max<int64_t>({1, 1024 / chunk, per_thread}),
                           [&](int64_t b, int64_t e) {
                             std::vector<float> buf(static_cast<std::size_t>(kAdjointRows * chunk));
-                            fn(job, b * chunk, std::min(e * chunk, k_), buf.data());
+                            fn(j, b * chunk, std::min(e * chunk, k_), buf.data());
                           });
   }
-
-private:
-  quant::QuantScheme scheme_;
-  int64_t weights_ = 1, m_ = 0, n_ = 0, k_ = 0, scale_count_ = 0;
 };
 
 } // namespace
