@@ -105,6 +105,19 @@ RLX_AVX512 inline __mmask16 block_lanes(int64_t j, int64_t end, const char* keys
   return _mm_test_epi8_mask(k, k);
 }
 
+/// The largest of v's 16 lanes, by swaps of halves. (g++ 12's _mm512_reduce_max_ps, and the
+/// unmasked max and shuffles inlined here, take an undefined vector as the masked-off source and
+/// warn that it is uninitialized, which -Werror makes an error; the zero-masking forms with every
+/// lane set are the same instructions.)
+RLX_AVX512 inline float reduce_max(__m512 v) {
+  constexpr __mmask16 kAll = 0xffff;
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_shuffle_f32x4(kAll, v, v, 0x4E)); // halves
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_shuffle_f32x4(kAll, v, v, 0xB1)); // quarters
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_permute_ps(kAll, v, 0x4E)); // pairs in a quarter
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_permute_ps(kAll, v, 0xB1)); // neighbours
+  return _mm512_cvtss_f32(v);
+}
+
 /// The softmax of row[lo, hi) in place, 16 keys at a time: x = row[j] * scale, max over the
 /// keys left (those of `keys`, null: all), e^(x - max) in f32, their sum in double, then each
 /// times 1 / sum; keys left out are 0. Returns false, touching nothing, when every key is left
@@ -120,7 +133,7 @@ RLX_AVX512 bool row_softmax_avx512(float* row, int64_t lo, int64_t hi, float sca
     nan |= _mm512_mask_cmp_ps_mask(k, x, x, _CMP_UNORD_Q);
     vmax = _mm512_mask_max_ps(vmax, k, x, vmax); // a NaN x keeps vmax, as the scalar loop
   }
-  const float max = _mm512_reduce_max_ps(vmax);
+  const float max = reduce_max(vmax);
   if (!nan && max == -std::numeric_limits<float>::infinity()) return false;
   const __m512 m = _mm512_set1_ps(max);
   __m512d sum_lo = _mm512_setzero_pd(), sum_hi = _mm512_setzero_pd();
