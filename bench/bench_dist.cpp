@@ -1,6 +1,7 @@
 // bench/bench_dist.cpp -- rlx's all_reduce against a raw MPI_Allreduce on the same bytes, per
 // message size (osu_allreduce style: a barrier, then `iters` back-to-back calls, the slowest
-// rank's mean time), and the data-parallel step of a small MLP. Run under mpirun:
+// rank's mean time), and a data-parallel training step of an MLP (its time per step on the
+// job's ranks: run it at -np 1, 2, 4 to see it scale). Run under mpirun:
 //
 //   mpirun -np 2 build-bench/bench/bench_dist        # rank 0 prints markdown tables
 //   mpirun -np 2 build-bench/bench/bench_dist --clock cpu --rounds 11
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -54,6 +56,51 @@ template <class F> double time_calls(int iters, F&& f) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+struct Mlp {
+  rlx::Tensor w1, b1, w2, b2;
+};
+RLX_PYTREE(Mlp, w1, b1, w2, b2)
+
+/// One data-parallel training step, as examples/train_mlp_dp.cpp makes it but larger (64 -> 512
+/// tanh -> 1, a global batch of 4096, SGD): each rank the loss and gradient of its shard, one
+/// all_reduce of the gradient bucket (mean), the update. Prints the slowest rank's median step.
+void data_parallel_step(int rank, int ranks, int rounds) {
+  using rlx::Tensor;
+  const int64_t batch = 4096, in = 64, hidden = 512, shard = batch / ranks;
+  Tensor x = rlx::rand({batch, in}, /*seed=*/1) * 2.0f - 1.0f;
+  Tensor y = rlx::sin(x.slice(1, 0, 1) * 2.0f);
+  Tensor xs = x.slice(0, rank * shard, (rank + 1) * shard);
+  Tensor ys = y.slice(0, rank * shard, (rank + 1) * shard);
+  Mlp p{rlx::randn({in, hidden}, 2) * 0.1f, rlx::zeros({hidden}),
+        rlx::randn({hidden, 1}, 3) * 0.05f, rlx::zeros({1})};
+  auto step = rlx::jit([](const Mlp& q, const Tensor& xb, const Tensor& yb) {
+    auto [l, g] = rlx::value_and_grad([&](const Mlp& m) {
+      Tensor d = rlx::matmul(rlx::tanh(rlx::matmul(xb, m.w1) + m.b1), m.w2) + m.b2 - yb;
+      return rlx::mean(d * d);
+    })(q);
+    Mlp mean = rlx::tree_unflatten(g, rlx::dist::all_reduce_bucket(rlx::tree_leaves(g)));
+    Mlp next =
+        rlx::tree_map([](const Tensor& w, const Tensor& dw) { return w - dw * 0.01f; }, q, mean);
+    return std::tuple{rlx::dist::all_reduce(l, rlx::dist::CollectiveOp::Mean), next};
+  });
+  std::vector<double> t;
+  for (int round = 0; round < rounds; ++round)
+    t.push_back(time_calls(10, [&] {
+      Tensor l;
+      std::tie(l, p) = step(p, xs, ys);
+      (void)l.item<float>();
+    }));
+  const int64_t grad_bytes = (in * hidden + hidden + hidden + 1) * 4;
+  if (rank == 0)
+    std::printf("\ndata-parallel step (MLP %lld -> %lld tanh -> 1, global batch %lld, SGD) on %d "
+                "rank%s, median of %d rounds, %s time\n\n| ranks | rows per rank | gradient "
+                "bucket bytes | step ms |\n|---|---|---|---|\n| %d | %lld | %lld | %.3f |\n",
+                static_cast<long long>(in), static_cast<long long>(hidden),
+                static_cast<long long>(batch), ranks, ranks == 1 ? "" : "s", rounds,
+                cpu_clock ? "CPU" : "wall", ranks, static_cast<long long>(shard),
+                static_cast<long long>(grad_bytes), median(t) * 1e3);
 }
 
 } // namespace
@@ -112,6 +159,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(bytes), mpi * 1e6, median(t_out) * 1e6, median(t_nb) * 1e6,
                   median(t_rlx) * 1e6, median(r_mpi), median(r_out), bus);
   }
+  data_parallel_step(rank, ranks, rounds);
   rlx::dist::finalize();
   return 0;
 }

@@ -100,12 +100,16 @@ def meta(when, build_dir):
 # ---- Reading the log
 
 DIST_HEAD = re.compile(r"^all_reduce \(sum, f32\) on (\d+) ranks")
-DIST_ROW = re.compile(r"^\| (\d+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|")
+# bytes | MPI in place | MPI out of place | MPI_Iallreduce | rlx (microseconds)
+DIST_ROW = re.compile(r"^\| (\d+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|")
+STEP_HEAD = re.compile(r"^data-parallel step ")
+# ranks | rows per rank | gradient bucket bytes | step ms
+STEP_ROW = re.compile(r"^\| (\d+) \| (\d+) \| (\d+) \| ([0-9.]+) \|$")
 
 
 def load(path):
-    tables, notes, peer_order, metas, dist = {}, {}, {}, {}, []
-    ranks = None
+    tables, notes, peer_order, metas, dist, steps = {}, {}, {}, {}, [], []
+    ranks, in_step = None, False
     for line in open(path, encoding="utf-8"):
         if line.startswith("@row "):
             r = json.loads(line[5:])
@@ -120,12 +124,18 @@ def load(path):
             m = json.loads(line[6:])
             metas[m["when"]] = m
         elif DIST_HEAD.match(line):
-            ranks = int(DIST_HEAD.match(line).group(1))
-        elif ranks is not None and DIST_ROW.match(line):
-            b, mpi, rlx, _ = DIST_ROW.match(line).groups()
+            ranks, in_step = int(DIST_HEAD.match(line).group(1)), False
+        elif STEP_HEAD.match(line):
+            in_step = True
+        elif ranks is not None and not in_step and DIST_ROW.match(line):
+            b, mpi_in, mpi, _, rlx = DIST_ROW.match(line).groups()
             dist.append({"ranks": ranks, "bytes": int(b), "mpi": float(mpi) * 1e-6,
-                         "rlx": float(rlx) * 1e-6})
-    return tables, notes, peer_order, metas, dist
+                         "mpi_in": float(mpi_in) * 1e-6, "rlx": float(rlx) * 1e-6})
+        elif in_step and STEP_ROW.match(line.rstrip("\n")):
+            r, rows, grad, ms = STEP_ROW.match(line.rstrip("\n")).groups()
+            steps.append({"ranks": int(r), "rows": int(rows), "bucket": int(grad),
+                          "seconds": float(ms) * 1e-3})
+    return tables, notes, peer_order, metas, (dist, steps)
 
 
 def print_header(metas, command):
@@ -193,19 +203,27 @@ def print_table(name, rows, notes, order):
               (f" {ratio} |" if base else ""))
 
 
-def print_dist(dist, notes):
+def print_dist(dist_and_steps, notes):
+    dist, steps = dist_and_steps
     print("\n### all_reduce (sum, f32): rlx's op against MPI_Allreduce (bench_dist)\n")
     for text in notes:
         print(f"- {text}")
     if not dist:
         return
     print("- the slowest rank's mean time per call; rlx: a compiled graph of one all_reduce "
-          "run on a Buffer\n")
-    print("| ranks | bytes | MPI_Allreduce | rlx all_reduce | rlx / MPI |")
-    print("|---:|---:|---:|---:|---:|")
+          "run on a Buffer (its operand stays intact, as MPI's out-of-place call's does)\n")
+    print("| ranks | bytes | MPI_Allreduce (out of place) | MPI_Allreduce (in place) "
+          "| rlx all_reduce | rlx / MPI out of place |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for d in dist:
-        print(f"| {d['ranks']} | {d['bytes']} | {fmt_time(d['mpi'])} | {fmt_time(d['rlx'])} "
-              f"| {d['rlx'] / d['mpi']:.3g} |")
+        print(f"| {d['ranks']} | {d['bytes']} | {fmt_time(d['mpi'])} | {fmt_time(d['mpi_in'])} "
+              f"| {fmt_time(d['rlx'])} | {d['rlx'] / d['mpi']:.3g} |")
+    if steps:
+        print("\n### data-parallel training step (bench_dist)\n")
+        print("| ranks | rows per rank | gradient bucket | step |")
+        print("|---:|---:|---:|---:|")
+        for d in steps:
+            print(f"| {d['ranks']} | {d['rows']} | {d['bucket']} B | {fmt_time(d['seconds'])} |")
 
 
 # ---- The targets
@@ -464,12 +482,14 @@ def issue27(t):
     t.judge(27, "splatting 512×512, forward, the numpy reference, 1 thread", numpy_ref)
 
 
-def issue28(t, dist, notes):
+def issue28(t, dist_and_steps, notes):
+    dist = dist_and_steps[0]
     if not dist:
         why = "; ".join(notes) or "bench_dist printed no table"
         t.not_measured(28, "all_reduce adds < 5% over raw MPI_Allreduce at ≥ 1 MB", why)
         return
-    for ranks in sorted({d["ranks"] for d in dist}):
+    # One rank has no communication (both sides copy the operand): the target is about MPI's.
+    for ranks in sorted({d["ranks"] for d in dist if d["ranks"] > 1}):
         big = [d for d in dist if d["ranks"] == ranks and d["bytes"] >= 1 << 20]
 
         def fn(big=big):
@@ -478,8 +498,8 @@ def issue28(t, dist, notes):
             worst = max(d["rlx"] / d["mpi"] for d in big)
             each = ", ".join(f"{d['bytes'] >> 20} MiB {d['rlx'] / d['mpi']:.3g}×" for d in big)
             return worst < 1.05, f"rlx / MPI: {each}"
-        t.judge(28, f"all_reduce on {ranks} processes adds < 5% over raw MPI_Allreduce at "
-                    "≥ 1 MB", fn)
+        t.judge(28, f"all_reduce on {ranks} processes adds < 5% over raw MPI_Allreduce (out of "
+                    "place, as osu_allreduce calls it) at ≥ 1 MB", fn)
 
 
 def targets(tables, metas, dist, notes):
