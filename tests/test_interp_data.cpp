@@ -108,6 +108,22 @@ TEST_CASE("interp: reduce_sum over a negative axis keeps size-1 dims with keep_d
   CHECK(scalar.to_f64() == std::vector<double>{21});
 }
 
+TEST_CASE("interp: float sums add each output's elements in increasing order, whatever the axes") {
+  // In f64, 1e20 + 1 is 1e20: summed in order, 1e20, 1, -1e20, 1 gives 1 and 1, 1e20, 1, -1e20
+  // gives 0, where the two large ones first (or pairwise sums) give 2. Over the leading axes of
+  // [2, 2, 2] (a bias gradient's layout), the trailing one, all axes, and through size-1 axes.
+  const double big = 1e20;
+  Buffer cols = make(DType::F64, {2, 2, 2}, {big, 1, 1, big, -big, 1, 1, -big});
+  // x[i, j, k]: output k of a sum over (i, j) adds x[0,0,k], x[0,1,k], x[1,0,k], x[1,1,k].
+  CHECK(eval1(reduce_op(OpKind::ReduceSum, {0, 1}), cols).to_f64() == std::vector<double>{1, 0});
+  Buffer rows = make(DType::F64, {2, 1, 4}, {big, 1, -big, 1, 1, big, 1, -big});
+  CHECK(eval1(reduce_op(OpKind::ReduceSum, {2}), rows).to_f64() == std::vector<double>{1, 0});
+  // big, 1, -big, 1, 1, big, 1, -big: 1 after four, then 2, big, big, 0.
+  CHECK(eval1(reduce_op(OpKind::ReduceSum, {0, 1, 2}), rows).to_f64() == std::vector<double>{0});
+  Buffer mid = make(DType::F64, {1, 4, 1, 2}, {big, 1, 1, 1, -big, 1, 1, 1});
+  CHECK(eval1(reduce_op(OpKind::ReduceMean, {1}), mid).to_f64() == std::vector<double>{0.25, 1});
+}
+
 TEST_CASE("interp: reduce_sum over two non-adjacent axes of an i32 tensor") {
   // x[i,j,k] = 6i + 2j + k on [2,3,2]; sum over i and k: 4*(2j) + 2*(0+6) + 2*(0+1) = 8j + 14.
   Buffer x = iota(DType::I32, {2, 3, 2});
