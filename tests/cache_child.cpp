@@ -3,6 +3,8 @@
 // the interpreter, and prints the kernel counters, whether both agree and a checksum of the
 // JIT's result bits, as `key=value` pairs on one line. With the argument `hot`, it runs one large
 // element-wise kernel until the tiers compile it again (jit/steps.cpp) and says so too.
+#include "support/hot_chain.hpp"
+
 #include <rlx/all.hpp>
 
 #include <cmath>
@@ -24,27 +26,12 @@ std::vector<float> compute() {
 
 namespace ir = rlx::ir;
 
-/// A body over the fast code generator's threshold (as in tests/test_tiers.cpp), over f32[2^20].
-ir::Graph chain() {
-  ir::Graph g;
-  ir::NodeId x = g.input("x", ir::Shape({int64_t(1) << 20}, ir::DType::F32));
-  auto c = [&](double v) { return g.constant(v, ir::DType::F32); };
-  auto sigmoid = [&](ir::NodeId v) { return g.activation(ir::Activation::Sigmoid, v, g.shape(v)); };
-  ir::NodeId a = g.tanh(g.add(g.mul(x, c(0.5)), c(0.1)));
-  ir::NodeId y = g.add(g.mul(a, sigmoid(x)), g.mul(x, x));
-  ir::NodeId z = g.mul(g.exp(g.neg(g.mul(y, y))), g.tanh(g.sub(y, c(0.25))));
-  g.set_outputs({g.add(z, sigmoid(g.mul(z, c(3.0))))});
-  return g;
-}
-
 /// The chain run 12 times (2^23 elements make a kernel hot after 8); the last result.
 std::vector<float> run_hot(rlx::Backend backend) {
   const int64_t n = int64_t(1) << 20;
-  rlx::Buffer x = rlx::Buffer::uninitialized(ir::Shape({n}, ir::DType::F32));
-  float* p = reinterpret_cast<float*>(x.bytes().data());
-  for (int64_t i = 0; i < n; ++i) p[i] = -4.0f + 8.0f * float(i) / float(n);
+  rlx::Buffer x = rlx::test::hot_chain_input(n);
   const std::vector<const rlx::Buffer*> leaves{&x};
-  auto exe = rlx::compile(chain(), backend);
+  auto exe = rlx::compile(rlx::test::hot_chain(n), backend);
   std::vector<rlx::Buffer> out;
   for (int i = 0; i < (backend == rlx::Backend::Jit ? 12 : 1); ++i) out = exe->run(leaves);
   const float* r = reinterpret_cast<const float*>(out[0].bytes().data());

@@ -1,6 +1,8 @@
 // tests/test_tiers.cpp -- the JIT's tiers: a large element-wise kernel starts with the fast code
 // generator's code, and once it has computed enough elements it is compiled again by the full
 // code generator and swapped in (jit/steps.cpp, ElementwiseStep; docs/jit.md, "Tiers").
+#include "support/hot_chain.hpp"
+
 #include <rlx/all.hpp>
 
 #include <doctest/doctest.h>
@@ -13,27 +15,6 @@
 namespace ir = rlx::ir;
 
 namespace {
-
-/// tanh(0.5x+0.1)*sigmoid(x) + x^2 and more: a body well over the fast code generator's
-/// threshold, over f32[n].
-ir::Graph chain(int64_t n) {
-  ir::Graph g;
-  ir::NodeId x = g.input("x", ir::Shape({n}, ir::DType::F32));
-  auto c = [&](double v) { return g.constant(v, ir::DType::F32); };
-  auto sigmoid = [&](ir::NodeId v) { return g.activation(ir::Activation::Sigmoid, v, g.shape(v)); };
-  ir::NodeId a = g.tanh(g.add(g.mul(x, c(0.5)), c(0.1)));
-  ir::NodeId y = g.add(g.mul(a, sigmoid(x)), g.mul(x, x));
-  ir::NodeId z = g.mul(g.exp(g.neg(g.mul(y, y))), g.tanh(g.sub(y, c(0.25))));
-  g.set_outputs({g.add(z, sigmoid(g.mul(z, c(3.0))))});
-  return g;
-}
-
-rlx::Buffer ramp(int64_t n) {
-  rlx::Buffer b = rlx::Buffer::uninitialized(ir::Shape({n}, ir::DType::F32));
-  float* p = reinterpret_cast<float*>(b.bytes().data());
-  for (int64_t i = 0; i < n; ++i) p[i] = -4.0f + 8.0f * float(i) / float(n);
-  return b;
-}
 
 /// Keeps the process's disk cache off for one test: the full tier's code that an earlier run
 /// stored would be loaded at once, and nothing would be recompiled (tests/test_disk_cache.cpp
@@ -61,9 +42,9 @@ TEST_CASE("a hot element-wise kernel is compiled again by the full code generato
           "the same bits") {
   NoDiskCache off;
   const int64_t n = int64_t(1) << 20; // the recompile comes after 2^23 elements: 8 runs
-  rlx::Buffer x = ramp(n);
+  rlx::Buffer x = rlx::test::hot_chain_input(n);
   const std::vector<const rlx::Buffer*> leaves{&x};
-  auto exe = rlx::compile(chain(n), rlx::Backend::Jit);
+  auto exe = rlx::compile(rlx::test::hot_chain(n), rlx::Backend::Jit);
   const int64_t before = rlx::cache_stats().kernels_recompiled;
   std::vector<rlx::Buffer> first = exe->run(leaves);
   for (int i = 0; i < 6; ++i) exe->run(leaves);
@@ -73,7 +54,8 @@ TEST_CASE("a hot element-wise kernel is compiled again by the full code generato
   std::vector<rlx::Buffer> later = exe->run(leaves);
   // The same IR through both code generators: the same instructions' semantics, the same bits.
   CHECK(same_bits(first[0], later[0]));
-  std::vector<rlx::Buffer> spec = rlx::compile(chain(n), rlx::Backend::Interp)->run(leaves);
+  std::vector<rlx::Buffer> spec =
+      rlx::compile(rlx::test::hot_chain(n), rlx::Backend::Interp)->run(leaves);
   const float* got = reinterpret_cast<const float*>(later[0].bytes().data());
   const float* want = reinterpret_cast<const float*>(spec[0].bytes().data());
   double worst = 0;
@@ -83,7 +65,7 @@ TEST_CASE("a hot element-wise kernel is compiled again by the full code generato
   SUBCASE("a new executable of the same kernel starts with the full code, and is not recompiled") {
     rlx::clear_cache(); // `exe` still holds the code
     const rlx::CacheStats s0 = rlx::cache_stats();
-    auto again = rlx::compile(chain(n), rlx::Backend::Jit);
+    auto again = rlx::compile(rlx::test::hot_chain(n), rlx::Backend::Jit);
     for (int i = 0; i < 10; ++i) CHECK(same_bits(again->run(leaves)[0], first[0]));
     const rlx::CacheStats s1 = rlx::cache_stats();
     CHECK(s1.kernels_compiled == s0.kernels_compiled);
@@ -95,7 +77,7 @@ TEST_CASE("a hot element-wise kernel is compiled again by the full code generato
 TEST_CASE("a small element-wise kernel has no second tier") {
   NoDiskCache off;
   const int64_t n = int64_t(1) << 20;
-  rlx::Buffer x = ramp(n);
+  rlx::Buffer x = rlx::test::hot_chain_input(n);
   ir::Graph g;
   ir::NodeId in = g.input("x", ir::Shape({n}, ir::DType::F32));
   g.set_outputs(
