@@ -24,8 +24,6 @@ std::vector<float> compute() {
   return b.to_vector<float>();
 }
 
-namespace ir = rlx::ir;
-
 /// The chain run 12 times (2^23 elements make a kernel hot after 8); the last result.
 std::vector<float> run_hot(rlx::Backend backend) {
   const int64_t n = int64_t(1) << 20;
