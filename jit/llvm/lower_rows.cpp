@@ -31,6 +31,7 @@
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
 #include <functional>
@@ -203,6 +204,128 @@ llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* 
   b.setFastMathFlags(fmf);
   return b.CreateFAddReduce(llvm::ConstantFP::get(b.getDoubleTy(), 0.0), acc);
 }
+
+/// `then` emitted under `cond`: returns `vals` where cond is false, then's values where true.
+std::vector<llvm::Value*>
+emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, std::vector<llvm::Value*> vals,
+        const std::function<std::vector<llvm::Value*>(std::vector<llvm::Value*>)>& then) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* in = llvm::BasicBlock::Create(b.getContext(), "then", fn);
+  auto* join = llvm::BasicBlock::Create(b.getContext(), "join", fn);
+  b.CreateCondBr(cond, in, join);
+  b.SetInsertPoint(in);
+  std::vector<llvm::Value*> got = then(vals);
+  llvm::BasicBlock* last = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  for (std::size_t k = 0; k < vals.size(); ++k) {
+    llvm::PHINode* phi = b.CreatePHI(vals[k]->getType(), 2);
+    phi->addIncoming(vals[k], pre);
+    phi->addIncoming(got[k], last);
+    vals[k] = phi;
+  }
+  return vals;
+}
+
+/// A row of f32 in explicit vectors of w lanes (the f32 layer and rms norms): the full vectors
+/// from element 0 on, then the row's last len % w elements as one vector under a mask of its
+/// leading lanes (masked loads read nothing past the row; the masked lanes hold zeros).
+struct F32Row {
+  llvm::IRBuilder<>& b;
+  unsigned w;
+  llvm::Value* len; ///< i64
+  llvm::FixedVectorType* vf = llvm::FixedVectorType::get(b.getFloatTy(), w);
+
+  using Vals = std::vector<llvm::Value*>;
+  /// body(i, mask) for the vector at element i; mask is null for a full vector.
+  using Body = std::function<Vals(llvm::Value*, llvm::Value*)>;
+
+  llvm::Value* zero() { return llvm::ConstantFP::get(vf, 0.0); }
+  llvm::Value* splat(llvm::Value* s) { return b.CreateVectorSplat(w, s); }
+  llvm::Value* load(llvm::Value* base, llvm::Value* i, llvm::Value* mask) {
+    llvm::Value* p = b.CreateInBoundsGEP(b.getFloatTy(), base, i);
+    if (mask) return b.CreateMaskedLoad(vf, p, llvm::Align(4), mask, zero());
+    return b.CreateAlignedLoad(vf, p, llvm::Align(4));
+  }
+  void store(llvm::Value* v, llvm::Value* base, llvm::Value* i, llvm::Value* mask) {
+    llvm::Value* p = b.CreateInBoundsGEP(b.getFloatTy(), base, i);
+    if (mask)
+      b.CreateMaskedStore(v, p, llvm::Align(4), mask);
+    else
+      b.CreateAlignedStore(v, p, llvm::Align(4));
+  }
+  /// The end of the full vectors.
+  llvm::Value* full() { return b.CreateAnd(len, b.getInt64(~uint64_t(w - 1))); }
+  /// body(full(), mask of the last len % w lanes) when the row has such a tail; `vals` carried.
+  Vals tail(Vals vals, const std::function<Vals(llvm::Value*, Vals)>& body) {
+    llvm::Value* end = full();
+    llvm::Value* rest = b.CreateSub(len, end);
+    return emit_if(b, b.CreateICmpNE(rest, b.getInt64(0)), std::move(vals), [&](Vals v) {
+      std::vector<llvm::Constant*> lane;
+      for (unsigned j = 0; j < w; ++j) lane.push_back(b.getInt64(j));
+      llvm::Value* mask = b.CreateICmpULT(llvm::ConstantVector::get(lane), splat(rest));
+      return body(mask, std::move(v));
+    });
+  }
+  void each(const std::function<void(llvm::Value*, llvm::Value*)>& body) {
+    emit_loop(
+        b.getInt64(0), full(), {},
+        [&](llvm::Value* i, Vals) {
+          body(i, nullptr);
+          return Vals{};
+        },
+        int64_t(w));
+    tail({}, [&](llvm::Value* mask, Vals) {
+      body(full(), mask);
+      return Vals{};
+    });
+  }
+  /// The row's sums of the `count` terms body(i, mask) returns for each vector, in f32: four
+  /// accumulators per term over the leading multiple of 4w elements (the additions' latency),
+  /// one over the remaining full vectors, the masked tail's lanes zeroed, then the lanes in a
+  /// tree. Each sum thus adds at most len / (4w) + log2(w) + 4 times in a chain.
+  Vals sums(std::size_t count, const Body& body) {
+    constexpr unsigned kAcc = 4;
+    llvm::Value* end4 = b.CreateAnd(len, b.getInt64(~uint64_t(kAcc * w - 1)));
+    Vals acc = emit_loop(
+        b.getInt64(0), end4, Vals(kAcc * count, zero()),
+        [&](llvm::Value* i, Vals a) {
+          for (unsigned k = 0; k < kAcc; ++k) {
+            Vals t = body(b.CreateAdd(i, b.getInt64(k * w)), nullptr);
+            for (std::size_t j = 0; j < count; ++j)
+              a[j * kAcc + k] = b.CreateFAdd(a[j * kAcc + k], t[j]);
+          }
+          return a;
+        },
+        int64_t(kAcc * w));
+    Vals s(count);
+    for (std::size_t j = 0; j < count; ++j) {
+      llvm::Value* const* a = &acc[j * kAcc];
+      s[j] = b.CreateFAdd(b.CreateFAdd(a[0], a[1]), b.CreateFAdd(a[2], a[3]));
+    }
+    s = emit_loop(
+        end4, full(), s,
+        [&](llvm::Value* i, Vals a) {
+          Vals t = body(i, nullptr);
+          for (std::size_t j = 0; j < count; ++j) a[j] = b.CreateFAdd(a[j], t[j]);
+          return a;
+        },
+        int64_t(w));
+    s = tail(s, [&](llvm::Value* mask, Vals a) {
+      Vals t = body(full(), mask);
+      for (std::size_t j = 0; j < count; ++j)
+        a[j] = b.CreateFAdd(a[j], b.CreateSelect(mask, t[j], zero()));
+      return a;
+    });
+    llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+    llvm::FastMathFlags fmf;
+    fmf.setAllowReassoc(); // the lanes in a tree
+    b.setFastMathFlags(fmf);
+    for (llvm::Value*& v : s) v = b.CreateFAddReduce(llvm::ConstantFP::get(b.getFloatTy(), 0.0), v);
+    return s;
+  }
+};
 
 } // namespace
 
@@ -506,38 +629,108 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         return RowEmitter::Vals{next};
       });
     } else if (norm) {
-      // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
-      // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
-      llvm::Value* mean = e.f64(0.0);
-      if (!rms) {
-        mean =
-            b.CreateFDiv(e.sum([&](llvm::Value* i) { return scratch ? kept(i) : xd(i); }), count);
-      }
-      llvm::Value* ss = e.sum([&](llvm::Value* i) {
-        llvm::Value* d = b.CreateFSub(scratch && rms ? kept(i) : again(i), mean);
-        return b.CreateFMul(d, d);
-      });
       double eps = double(fused_residual ? n.op.attrs<ir::FusedResidualNormAttrs>().eps
                                          : n.op.attrs<ir::NormAttrs>().eps);
-      llvm::Value* denom = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty},
-                                             {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
       llvm::Value* gamma = arg(n.inputs.size() - 2);
       llvm::Value* beta = arg(n.inputs.size() - 1);
-      // f32 rows multiply by 1 / denom: a vector division per 8 elements was the pass's
-      // bottleneck, and the two f64 results differ by an ulp of f64, which the rounding to f32
-      // keeps unless it falls within that of a rounding boundary. f64 rows keep the division
-      // (their results match the interpreter's to the bit).
-      llvm::Value* inv = t == DType::F32 ? b.CreateFDiv(e.f64(1.0), denom) : nullptr;
-      e.each([&](llvm::Value* i) {
-        llvm::Value* d = b.CreateFSub(again(i), mean);
-        llvm::Value* v = inv ? b.CreateFMul(d, inv) : b.CreateFDiv(d, denom);
-        auto param = [&](llvm::Value* wide, llvm::Value* narrow) {
-          return wide ? b.CreateLoad(e.dty, b.CreateInBoundsGEP(e.dty, wide, i))
-                      : e.widen(e.load(narrow, i));
+      // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
+      // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
+      auto f64_norm = [&] {
+        llvm::Value* mean = e.f64(0.0);
+        if (!rms) {
+          mean =
+              b.CreateFDiv(e.sum([&](llvm::Value* i) { return scratch ? kept(i) : xd(i); }), count);
+        }
+        llvm::Value* ss = e.sum([&](llvm::Value* i) {
+          llvm::Value* d = b.CreateFSub(scratch && rms ? kept(i) : again(i), mean);
+          return b.CreateFMul(d, d);
+        });
+        llvm::Value* denom = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty},
+                                               {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
+        // f32 rows multiply by 1 / denom: a vector division per 8 elements was the pass's
+        // bottleneck, and the two f64 results differ by an ulp of f64, which the rounding to f32
+        // keeps unless it falls within that of a rounding boundary. f64 rows keep the division
+        // (their results match the interpreter's to the bit).
+        llvm::Value* inv = t == DType::F32 ? b.CreateFDiv(e.f64(1.0), denom) : nullptr;
+        e.each([&](llvm::Value* i) {
+          llvm::Value* d = b.CreateFSub(again(i), mean);
+          llvm::Value* v = inv ? b.CreateFMul(d, inv) : b.CreateFDiv(d, denom);
+          auto param = [&](llvm::Value* wide, llvm::Value* narrow) {
+            return wide ? b.CreateLoad(e.dty, b.CreateInBoundsGEP(e.dty, wide, i))
+                        : e.widen(e.load(narrow, i));
+          };
+          v = b.CreateFAdd(b.CreateFMul(v, param(gamma_wide, gamma)), param(beta_wide, beta));
+          e.store(e.narrow(v), e.y, at(i));
+        });
+      };
+      unsigned w = host_f32_lanes();
+      if (t != DType::F32 || prologue || fused_residual || w == 1) {
+        f64_norm();
+      } else {
+        // f32 rows in f32 vectors, two passes for the moments and one for the output (the
+        // row stays in L1; in f64, half the lanes and three widenings of x made this pass
+        // arithmetic-bound). Accurate where the mean is large against the spread, as the
+        // interpreter's f64 is: x is shifted by its first element c (x - c is exact for the
+        // elements within a factor of two of c), m is the mean of x - c, and the second pass
+        // sums e = (x - c) - m and e^2 together, so their mean m2 corrects m's rounding (the
+        // corrected two-pass algorithm: var = mean(e^2) - m2^2); the output is
+        // (e - m2) / sqrt(var + eps) * gamma + beta. The error of y is then a few f32
+        // roundings of (x - mean) / sigma plus the sums' (see docs/jit.md). Rows whose f32
+        // sums overflow (or hold an inf or NaN), or whose var + eps is too small for f32
+        // squares (below 2^-100), take the f64 passes instead. rms norm: the sum of x^2, no
+        // shift.
+        F32Row v{b, w, e.L};
+        llvm::Type* f32 = b.getFloatTy();
+        llvm::Value* xrow = b.CreateInBoundsGEP(f32, body_fn->getArg(0), row0);
+        llvm::Value* yrow = b.CreateInBoundsGEP(f32, e.y, row0);
+        llvm::Value *cv = nullptr, *mv = nullptr;
+        if (!rms) {
+          cv = v.splat(b.CreateLoad(f32, xrow));
+          llvm::Value* s = v.sums(1, [&](llvm::Value* i, llvm::Value* mask) {
+            return F32Row::Vals{b.CreateFSub(v.load(xrow, i, mask), cv)};
+          })[0];
+          mv = v.splat(b.CreateFDiv(s, b.CreateSIToFP(e.L, f32)));
+        }
+        auto centered = [&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* x = v.load(xrow, i, mask);
+          return rms ? x : b.CreateFSub(b.CreateFSub(x, cv), mv);
         };
-        v = b.CreateFAdd(b.CreateFMul(v, param(gamma_wide, gamma)), param(beta_wide, beta));
-        e.store(e.narrow(v), e.y, at(i));
-      });
+        F32Row::Vals s = v.sums(rms ? 1 : 2, [&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* d = centered(i, mask);
+          llvm::Value* sq = b.CreateFMul(d, d);
+          return rms ? F32Row::Vals{sq} : F32Row::Vals{d, sq};
+        });
+        llvm::Value* m2 = rms ? e.f64(0.0) : b.CreateFDiv(b.CreateFPExt(s[0], e.dty), count);
+        llvm::Value* var =
+            b.CreateFSub(b.CreateFDiv(b.CreateFPExt(s.back(), e.dty), count), b.CreateFMul(m2, m2));
+        var = b.CreateIntrinsic(llvm::Intrinsic::maxnum, {e.dty}, {var, e.f64(0.0)});
+        llvm::Value* denom2 = b.CreateFAdd(var, e.f64(eps));
+        llvm::Value* ok = b.CreateAnd(b.CreateFCmpOGE(denom2, e.f64(0x1p-100)),
+                                      b.CreateFCmpOLT(denom2, e.f64(kInf)));
+        llvm::Function* fn = b.GetInsertBlock()->getParent();
+        auto* fast = llvm::BasicBlock::Create(ctx, "norm_f32", fn);
+        auto* slow = llvm::BasicBlock::Create(ctx, "norm_f64", fn);
+        auto* join = llvm::BasicBlock::Create(ctx, "norm_done", fn);
+        b.CreateCondBr(ok, fast, slow, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
+        b.SetInsertPoint(fast);
+        llvm::Value* inv = v.splat(b.CreateFPTrunc(
+            b.CreateFDiv(e.f64(1.0), b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty}, {denom2})),
+            f32));
+        llvm::Value* m2v = v.splat(b.CreateFPTrunc(m2, f32));
+        v.each([&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* d = centered(i, mask);
+          if (!rms) d = b.CreateFSub(d, m2v);
+          llvm::Value* y = b.CreateIntrinsic(
+              llvm::Intrinsic::fmuladd, {v.vf},
+              {b.CreateFMul(d, inv), v.load(gamma, i, mask), v.load(beta, i, mask)});
+          v.store(y, yrow, i, mask);
+        });
+        b.CreateBr(join);
+        b.SetInsertPoint(slow);
+        f64_norm();
+        b.CreateBr(join);
+        b.SetInsertPoint(join);
+      }
     } else {
       // Softmax: the max, then e = exp(x - max) stored and summed, then y = e * (1 / sum).
       // The row's leading multiple of the host's lanes in explicit vectors (f32 without a
