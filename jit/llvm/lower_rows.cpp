@@ -703,7 +703,8 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         llvm::Value* m2 = rms ? e.f64(0.0) : b.CreateFDiv(b.CreateFPExt(s[0], e.dty), count);
         llvm::Value* var =
             b.CreateFSub(b.CreateFDiv(b.CreateFPExt(s.back(), e.dty), count), b.CreateFMul(m2, m2));
-        var = b.CreateIntrinsic(llvm::Intrinsic::maxnum, {e.dty}, {var, e.f64(0.0)});
+        // Rounding can leave var just below 0; a NaN stays (maxnum would drop it).
+        var = b.CreateSelect(b.CreateFCmpOLT(var, e.f64(0.0)), e.f64(0.0), var);
         llvm::Value* denom2 = b.CreateFAdd(var, e.f64(eps));
         llvm::Value* ok = b.CreateAnd(b.CreateFCmpOGE(denom2, e.f64(0x1p-100)),
                                       b.CreateFCmpOLT(denom2, e.f64(kInf)));
