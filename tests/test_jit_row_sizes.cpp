@@ -212,6 +212,10 @@ std::vector<RowCase> row_cases() {
       {"layer_norm of tanh(x + g)", 3,
        [](L l) { return rlx::layer_norm(rlx::tanh(l.x + l.g), l.g, l.b); }},
       {"rms_norm of x - v", 2, [](L l) { return rlx::rms_norm(l.x - l.v, l.g); }},
+      // atan's f32 form calls libm lane by lane: the kernel is emitted again without the
+      // vector prologue.
+      {"softmax of atan(x)", 2, [](L l) { return rlx::softmax(rlx::atan(l.x), -1); }},
+      {"layer_norm of atan(x)", 2, [](L l) { return rlx::layer_norm(rlx::atan(l.x), l.g, l.b); }},
   };
 }
 

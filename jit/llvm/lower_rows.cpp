@@ -131,20 +131,19 @@ llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
   return bld.CreateFAdd(a, b);
 }
 
-/// The largest element of x[row0 + i] for i in [0, end) (end a multiple of w), NaN left out: a
+/// The w elements of a row's x from element i on, as a vector of f32 (a load, or a prologue
+/// computed in vectors).
+using VectorLoad = std::function<llvm::Value*(llvm::Value*)>;
+
+/// The largest element of x's row at i for i in [0, end) (end a multiple of w), NaN left out: a
 /// NaN reaches softmax's result through exp(x - max) and the sum anyway, so the maximum needs
 /// no NaN propagation, and x86's max instruction is one operation where llvm.maximum's
 /// lowering is six. Four accumulators hide the instruction's latency.
-llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* x,
-                                 llvm::Value* row0, llvm::Value* end) {
-  llvm::Type* f32 = b.getFloatTy();
-  auto* vf = llvm::FixedVectorType::get(f32, w);
+llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, const VectorLoad& load,
+                                 llvm::Value* end) {
+  auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), w);
   auto max = [&](llvm::Value* a, llvm::Value* v) {
     return b.CreateSelect(b.CreateFCmpOGT(v, a), v, a); // a NaN v keeps a
-  };
-  auto load = [&](llvm::Value* i) {
-    return b.CreateAlignedLoad(vf, b.CreateInBoundsGEP(f32, x, b.CreateAdd(row0, i)),
-                               llvm::Align(4));
   };
   llvm::Value* lowest = llvm::ConstantFP::getInfinity(vf, /*Negative=*/true);
   constexpr unsigned kAcc = 4;
@@ -178,15 +177,15 @@ llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* 
 /// to the loop vectorizer, this loop got 8 lanes on AVX-512 (the f64 sum's width decided) and
 /// exp's scalar code, whose scaling by 2^n takes seven integer operations where a 16-lane vector
 /// has one instruction (vmath.cpp: exp_core): 1.33 cycles an element against 0.8.
-llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* x, llvm::Value* y,
-                                 llvm::Value* row0, llvm::Value* end, llvm::Value* m) {
+llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, const VectorLoad& load,
+                                 llvm::Value* y, llvm::Value* row0, llvm::Value* end,
+                                 llvm::Value* m) {
   llvm::Type* f32 = b.getFloatTy();
-  auto* vf = llvm::FixedVectorType::get(f32, w);
   auto* vd = llvm::FixedVectorType::get(b.getDoubleTy(), w);
   llvm::Value* mv = b.CreateVectorSplat(w, m);
   auto ex = [&](llvm::Value* i) {
     llvm::Value* at = b.CreateAdd(row0, i);
-    llvm::Value* v = b.CreateAlignedLoad(vf, b.CreateInBoundsGEP(f32, x, at), llvm::Align(4));
+    llvm::Value* v = load(i);
     EmitContext saved = t_emit;
     t_emit.lanes = w;
     llvm::Value* r = exp_f32_nonpositive(JV(b.CreateFSub(v, mv))).v;
@@ -545,8 +544,70 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
   };
 }
 
+/// prologue_row's element function in vectors of w lanes: the w values of x from row element
+/// i on (full vectors only; the caller finishes a row's tail with prologue_row's). Operands
+/// along the row are vector loads, the others read once per row and splat. A node whose math
+/// has no vector form sets t_emit.scalarized (emit_row then emits the kernel again without).
+VectorLoad prologue_vectors(const ir::Graph& g, const ir::FusedKernel& k, const RowPlan& plan,
+                            ir::NodeId x, llvm::Function* body, llvm::Value* r, llvm::Value* row0,
+                            llvm::Type* ety, unsigned w) {
+  llvm::IRBuilder<>& b = B();
+  const llvm::DataLayout& dl = body->getParent()->getDataLayout();
+  ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
+  std::unordered_map<uint32_t, llvm::Value*> row_values;
+  std::vector<llvm::Value*> base(k.inputs.size(), nullptr);
+  for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+    const ir::Node& src = g.node(k.buffers[j]);
+    if (ew::inline_constant(src)) {
+      row_values.emplace(k.inputs[j].index, b.CreateVectorSplat(w, ew::constant_value(src)));
+      continue;
+    }
+    DType t = k.read_shapes[j].dtype();
+    llvm::Value* offset = nullptr;
+    bool contiguous = false;
+    if (plan.generic) {
+      Along a = plan.along[j];
+      offset = a == Along::All ? row0 : a == Along::PerRow ? r : b.getInt64(0);
+      contiguous = a == Along::All || a == Along::Row;
+    } else {
+      offset = ew::broadcast_index(row0, k.read_shapes[j], k.shape);
+      contiguous = layout.contiguous[j];
+    }
+    llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)), offset);
+    if (contiguous)
+      base[j] = p;
+    else
+      row_values.emplace(
+          k.inputs[j].index,
+          b.CreateVectorSplat(w, ew::from_storage(b.CreateLoad(ew::storage_type(t), p), t)));
+  }
+  return [&g, &k, &dl, x, ety, w, base, row_values](llvm::Value* i) {
+    llvm::IRBuilder<>& bld = B();
+    std::unordered_map<uint32_t, llvm::Value*> values = row_values;
+    for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+      if (!base[j]) continue;
+      DType t = k.read_shapes[j].dtype();
+      llvm::Type* st = ew::storage_type(t);
+      llvm::Value* v =
+          bld.CreateAlignedLoad(llvm::FixedVectorType::get(st, w),
+                                bld.CreateInBoundsGEP(st, base[j], i), dl.getABITypeAlign(st));
+      values.emplace(k.inputs[j].index, ew::from_storage(v, t));
+    }
+    unsigned lanes = t_emit.lanes;
+    t_emit.lanes = w;
+    ew::eval_nodes(g, k, values);
+    t_emit.lanes = lanes;
+    t_emit.fty = ety;
+    return values.at(x.index);
+  };
+}
+
+/// The row kernel's code; with `vector_prologue`, f32 softmax and norms compute a prologue in
+/// vectors (prologue_vectors), and when one of its nodes would run lane by lane the kernel is
+/// not loaded: `scalarized` is set and the caller emits it again without.
 NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
-                      const ir::FusedKernel* prologue, const RowPlan& plan) {
+                      const ir::FusedKernel* prologue, const RowPlan& plan, bool vector_prologue,
+                      bool& scalarized) {
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
@@ -601,6 +662,15 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     beta_wide = widened(n.inputs.size() - 1, "beta_row");
   }
 
+  vector_prologue = vector_prologue && prologue && t == DType::F32 && host_f32_lanes() > 1;
+  // A prologue row's last len % w values, computed one by one, padded to a vector.
+  llvm::Value* tail_pad = nullptr;
+  if (vector_prologue) {
+    auto* a = b.CreateAlloca(b.getFloatTy(), b.getInt64(host_f32_lanes()), "tail_pad");
+    a->setAlignment(llvm::Align(64));
+    tail_pad = a;
+  }
+  VectorLoad xvec; // x's row in vectors (with vector_prologue, its prologue)
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
     auto at = [&](llvm::Value* i) { return b.CreateAdd(row0, i); };
@@ -608,6 +678,17 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       e.xv = prologue_row(g, *prologue, plan, n.inputs[0], body_fn, r, row0, ety);
     else
       e.xv = [&](llvm::Value* i) { return e.load(body_fn->getArg(0), at(i)); };
+    if (vector_prologue) {
+      xvec = prologue_vectors(g, *prologue, plan, n.inputs[0], body_fn, r, row0, ety,
+                              host_f32_lanes());
+    } else if (!prologue && t == DType::F32) {
+      xvec = [&, row0](llvm::Value* i) {
+        auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), host_f32_lanes());
+        return b.CreateAlignedLoad(
+            vf, b.CreateInBoundsGEP(b.getFloatTy(), body_fn->getArg(0), b.CreateAdd(row0, i)),
+            llvm::Align(4));
+      };
+    }
     // The normalized value at row element i, in f64 (with the residual and bias added for the
     // fused residual norms, unrounded as in the interpreter).
     auto xd = [&](llvm::Value* i) {
@@ -681,7 +762,7 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         });
       };
       unsigned w = host_f32_lanes();
-      if (t != DType::F32 || prologue || fused_residual || w == 1) {
+      if (t != DType::F32 || (prologue && !vector_prologue) || fused_residual || w == 1) {
         f64_norm();
       } else {
         // f32 rows in f32 vectors, two passes for the moments and one for the output (the
@@ -699,17 +780,27 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         F32Row v{b, w, e.L};
         llvm::Type* f32 = b.getFloatTy();
         llvm::Value* xrow = b.CreateInBoundsGEP(f32, body_fn->getArg(0), row0);
+        // x's vector at i: loaded, or its prologue (a tail's values one by one into tail_pad).
+        auto xload = [&](llvm::Value* i, llvm::Value* mask) {
+          if (!prologue) return v.load(xrow, i, mask);
+          if (!mask) return xvec(i);
+          emit_loop(i, e.L, {}, [&](llvm::Value* j, RowEmitter::Vals) {
+            b.CreateStore(e.xv(j), b.CreateInBoundsGEP(f32, tail_pad, b.CreateSub(j, i)));
+            return RowEmitter::Vals{};
+          });
+          return v.load(tail_pad, b.getInt64(0), mask);
+        };
         llvm::Value* yrow = b.CreateInBoundsGEP(f32, e.y, row0);
         llvm::Value *cv = nullptr, *mv = nullptr;
         if (!rms) {
-          cv = v.splat(b.CreateLoad(f32, xrow));
+          cv = v.splat(prologue ? e.xv(b.getInt64(0)) : b.CreateLoad(f32, xrow));
           llvm::Value* s = v.sums(1, [&](llvm::Value* i, llvm::Value* mask) {
-            return F32Row::Vals{b.CreateFSub(v.load(xrow, i, mask), cv)};
+            return F32Row::Vals{b.CreateFSub(xload(i, mask), cv)};
           })[0];
           mv = v.splat(b.CreateFDiv(s, b.CreateSIToFP(e.L, f32)));
         }
         auto centered = [&](llvm::Value* i, llvm::Value* mask) {
-          llvm::Value* x = v.load(xrow, i, mask);
+          llvm::Value* x = xload(i, mask);
           return rms ? x : b.CreateFSub(b.CreateFSub(x, cv), mv);
         };
         F32Row::Vals s = v.sums(rms ? 1 : 2, [&](llvm::Value* i, llvm::Value* mask) {
@@ -757,16 +848,16 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       llvm::Value* s = e.f64(0.0);
       llvm::Value* from = b.getInt64(0);
       unsigned w = host_f32_lanes();
-      bool vectors = t == DType::F32 && !prologue && w > 1;
+      bool vectors = t == DType::F32 && (!prologue || vector_prologue) && w > 1;
       if (vectors) {
         from = b.CreateAnd(e.L, b.getInt64(~uint64_t(w - 1)));
-        m = softmax_max_vectors(b, w, body_fn->getArg(0), row0, from);
+        m = softmax_max_vectors(b, w, xvec, from);
       }
       m = emit_loop(from, e.L, {m}, [&](llvm::Value* i, RowEmitter::Vals acc) {
         return RowEmitter::Vals{
             b.CreateIntrinsic(llvm::Intrinsic::maximum, {ety}, {acc[0], e.xv(i)})};
       })[0];
-      if (vectors) s = softmax_exp_vectors(b, w, body_fn->getArg(0), e.y, row0, from, m);
+      if (vectors) s = softmax_exp_vectors(b, w, xvec, e.y, row0, from, m);
       s = emit_loop(from, e.L, {s}, [&](llvm::Value* i, RowEmitter::Vals acc) {
         JV d = b.CreateFSub(e.xv(i), m);
         JV ex = t == DType::F32 ? exp_f32_nonpositive(d) : exp(d);
@@ -782,6 +873,12 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
   emit_loop(body_fn->getArg(unsigned(n_bufs + 1)), body_fn->getArg(unsigned(n_bufs + 2)), {}, row);
   b.CreateRetVoid();
   combine_quotients(*body_fn);
+  if (vector_prologue && t_emit.scalarized) {
+    scalarized = true;
+    t_emit = EmitContext{};
+    mb.module.reset(); // before its context
+    return NativeKernel{};
+  }
   return load_kernel(std::move(mb), name);
 }
 
@@ -836,7 +933,12 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
     }
   }
   return ew::lower_once(
-      emission_key(g, n, prologue, plan), [&] { return emit_row(g, n, name, prologue, plan); },
+      emission_key(g, n, prologue, plan),
+      [&] {
+        bool scalarized = false;
+        NativeKernel k = emit_row(g, n, name, prologue, plan, true, scalarized);
+        return scalarized ? emit_row(g, n, name, prologue, plan, false, scalarized) : k;
+      },
       [] {});
 }
 
