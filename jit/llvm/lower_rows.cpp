@@ -670,6 +670,14 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     a->setAlignment(llvm::Align(64));
     tail_pad = a;
   }
+  // A norm's prologue values, computed in its first pass, for the later ones (rows up to
+  // kMaxScratchRow; longer ones keep them in the output row).
+  llvm::Value* stage = nullptr;
+  if (vector_prologue && norm) {
+    auto* a = b.CreateAlloca(b.getFloatTy(), b.getInt64(uint64_t(kMaxScratchRow)), "stage_row");
+    a->setAlignment(llvm::Align(64));
+    stage = a;
+  }
   VectorLoad xvec; // x's row in vectors (with vector_prologue, its prologue)
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
@@ -791,20 +799,35 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
           return v.load(tail_pad, b.getInt64(0), mask);
         };
         llvm::Value* yrow = b.CreateInBoundsGEP(f32, e.y, row0);
+        // A prologue's values are computed once, in the first pass, and kept in a row on the
+        // stack for the later passes (layer_norm(tanh(x + g)) over f32[512, 768]: half the
+        // time). Kept in the output row instead, a cheap prologue (x * 0.5 + g) over rows from
+        // memory took 1.4x the time of computing it in every pass.
+        llvm::Value* kept_row =
+            stage ? b.CreateSelect(b.CreateICmpSLE(e.L, b.getInt64(uint64_t(kMaxScratchRow))),
+                                   stage, yrow)
+                  : nullptr;
+        auto xfirst = [&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* x = xload(i, mask);
+          if (kept_row) v.store(x, kept_row, i, mask);
+          return x;
+        };
+        auto xagain = [&](llvm::Value* i, llvm::Value* mask) {
+          return kept_row ? v.load(kept_row, i, mask) : xload(i, mask);
+        };
         llvm::Value *cv = nullptr, *mv = nullptr;
         if (!rms) {
           cv = v.splat(prologue ? e.xv(b.getInt64(0)) : b.CreateLoad(f32, xrow));
           llvm::Value* s = v.sums(1, [&](llvm::Value* i, llvm::Value* mask) {
-            return F32Row::Vals{b.CreateFSub(xload(i, mask), cv)};
+            return F32Row::Vals{b.CreateFSub(xfirst(i, mask), cv)};
           })[0];
           mv = v.splat(b.CreateFDiv(s, b.CreateSIToFP(e.L, f32)));
         }
-        auto centered = [&](llvm::Value* i, llvm::Value* mask) {
-          llvm::Value* x = xload(i, mask);
+        auto centered = [&](llvm::Value* x) {
           return rms ? x : b.CreateFSub(b.CreateFSub(x, cv), mv);
         };
         F32Row::Vals s = v.sums(rms ? 1 : 2, [&](llvm::Value* i, llvm::Value* mask) {
-          llvm::Value* d = centered(i, mask);
+          llvm::Value* d = centered(rms ? xfirst(i, mask) : xagain(i, mask));
           llvm::Value* sq = b.CreateFMul(d, d);
           return rms ? F32Row::Vals{sq} : F32Row::Vals{d, sq};
         });
@@ -827,7 +850,7 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
             f32));
         llvm::Value* m2v = v.splat(b.CreateFPTrunc(m2, f32));
         v.each([&](llvm::Value* i, llvm::Value* mask) {
-          llvm::Value* d = centered(i, mask);
+          llvm::Value* d = centered(xagain(i, mask));
           if (!rms) d = b.CreateFSub(d, m2v);
           llvm::Value* y = b.CreateIntrinsic(
               llvm::Intrinsic::fmuladd, {v.vf},
@@ -842,8 +865,10 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       }
     } else {
       // Softmax: the max, then e = exp(x - max) stored and summed, then y = e * (1 / sum).
-      // The row's leading multiple of the host's lanes in explicit vectors (f32 without a
-      // prologue), the rest one element at a time.
+      // The row's leading multiple of the host's lanes in explicit vectors (f32), the rest one
+      // element at a time. A prologue is computed in both passes: keeping its values in the
+      // output row from the max's pass on made softmax(x * 0.125 + r) over f32[4096, 1024]
+      // 1.5x slower.
       llvm::Value* m = llvm::ConstantFP::getInfinity(ety, /*Negative=*/true);
       llvm::Value* s = e.f64(0.0);
       llvm::Value* from = b.getInt64(0);
