@@ -212,6 +212,12 @@ std::vector<RowCase> row_cases() {
       {"layer_norm of tanh(x + g)", 3,
        [](L l) { return rlx::layer_norm(rlx::tanh(l.x + l.g), l.g, l.b); }},
       {"rms_norm of x - v", 2, [](L l) { return rlx::rms_norm(l.x - l.v, l.g); }},
+      // Prologues costly enough to be kept on the stack between the passes (lower_rows.cpp:
+      // kCheapPrologue); sin's vector form branches to a slow path.
+      {"softmax of tanh(x) * 4", 2, [](L l) { return rlx::softmax(rlx::tanh(l.x) * 4.0f, -1); }},
+      {"softmax of sin(x) + r", 2, [](L l) { return rlx::softmax(rlx::sin(l.x) + l.r, -1); }},
+      {"rms_norm of sin(x) + r", 2,
+       [](L l) { return rlx::rms_norm(rlx::sin(l.x) + l.r, l.g, l.b); }},
       // atan's f32 form calls libm lane by lane: the kernel is emitted again without the
       // vector prologue.
       {"softmax of atan(x)", 2, [](L l) { return rlx::softmax(rlx::atan(l.x), -1); }},

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -242,6 +243,57 @@ emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, std::vector<llvm::Value*> vals,
     vals[k] = phi;
   }
   return vals;
+}
+
+/// The instructions emit() emits, counted in blocks that are then dropped (it may branch: f32
+/// sin and cos have a slow path).
+std::size_t instructions_of(llvm::IRBuilder<>& b, const std::function<void()>& emit) {
+  llvm::IRBuilderBase::InsertPointGuard keep(b);
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  std::size_t before = fn->size();
+  b.SetInsertPoint(llvm::BasicBlock::Create(b.getContext(), "probe", fn));
+  emit();
+  // Blocks are appended to the function as they are created.
+  std::vector<llvm::BasicBlock*> fresh;
+  std::size_t count = 0;
+  for (auto it = std::next(fn->begin(), std::ptrdiff_t(before)); it != fn->end(); ++it) {
+    fresh.push_back(&*it);
+    count += it->size();
+  }
+  for (llvm::BasicBlock* block : fresh) block->dropAllReferences();
+  for (llvm::BasicBlock* block : fresh) block->eraseFromParent();
+  return count;
+}
+
+/// The most instructions a vector of prologue takes for it to be computed in each pass of a
+/// softmax or norm rather than kept on the stack from the first: a cheap prologue from memory
+/// (softmax(x * 0.125 + r), six instructions) ran up to 1.3x slower kept, depending on where
+/// the stack row fell against the operands' addresses; a costly one (tanh(x) * 4, 23) ran 2x
+/// faster.
+constexpr std::size_t kCheapPrologue = 12;
+
+/// then() emitted where cond holds, otherwise() where not: the value of the one taken.
+llvm::Value* emit_if_else(llvm::IRBuilder<>& b, llvm::Value* cond,
+                          const std::function<llvm::Value*()>& then,
+                          const std::function<llvm::Value*()>& otherwise) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  auto* yes = llvm::BasicBlock::Create(b.getContext(), "yes", fn);
+  auto* no = llvm::BasicBlock::Create(b.getContext(), "no", fn);
+  auto* join = llvm::BasicBlock::Create(b.getContext(), "join", fn);
+  b.CreateCondBr(cond, yes, no);
+  b.SetInsertPoint(yes);
+  llvm::Value* a = then();
+  llvm::BasicBlock* yes_end = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(no);
+  llvm::Value* c = otherwise();
+  llvm::BasicBlock* no_end = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  llvm::PHINode* phi = b.CreatePHI(a->getType(), 2);
+  phi->addIncoming(a, yes_end);
+  phi->addIncoming(c, no_end);
+  return phi;
 }
 
 /// A row of f32 in explicit vectors of w lanes (the f32 layer and rms norms): the full vectors
@@ -670,15 +722,17 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     a->setAlignment(llvm::Align(64));
     tail_pad = a;
   }
-  // A norm's prologue values, computed in its first pass, for the later ones (rows up to
-  // kMaxScratchRow; longer ones keep them in the output row).
+  // A norm's or softmax's prologue values, computed in its first pass, for the later ones
+  // (rows up to kMaxScratchRow; a norm keeps longer ones in the output row, softmax computes
+  // them again).
   llvm::Value* stage = nullptr;
-  if (vector_prologue && norm) {
+  if (vector_prologue && (norm || k == OpKind::Softmax)) {
     auto* a = b.CreateAlloca(b.getFloatTy(), b.getInt64(uint64_t(kMaxScratchRow)), "stage_row");
     a->setAlignment(llvm::Align(64));
     stage = a;
   }
-  VectorLoad xvec; // x's row in vectors (with vector_prologue, its prologue)
+  VectorLoad xvec;     // x's row in vectors (with vector_prologue, its prologue)
+  bool costly = false; // the vector prologue is worth keeping (kCheapPrologue)
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
     auto at = [&](llvm::Value* i) { return b.CreateAdd(row0, i); };
@@ -689,6 +743,7 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     if (vector_prologue) {
       xvec = prologue_vectors(g, *prologue, plan, n.inputs[0], body_fn, r, row0, ety,
                               host_f32_lanes());
+      costly = instructions_of(b, [&] { xvec(b.getInt64(0)); }) > kCheapPrologue;
     } else if (!prologue && t == DType::F32) {
       xvec = [&, row0](llvm::Value* i) {
         auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), host_f32_lanes());
@@ -804,9 +859,10 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         // time). Kept in the output row instead, a cheap prologue (x * 0.5 + g) over rows from
         // memory took 1.4x the time of computing it in every pass.
         llvm::Value* kept_row =
-            stage ? b.CreateSelect(b.CreateICmpSLE(e.L, b.getInt64(uint64_t(kMaxScratchRow))),
-                                   stage, yrow)
-                  : nullptr;
+            stage && costly
+                ? b.CreateSelect(b.CreateICmpSLE(e.L, b.getInt64(uint64_t(kMaxScratchRow))), stage,
+                                 yrow)
+                : nullptr;
         auto xfirst = [&](llvm::Value* i, llvm::Value* mask) {
           llvm::Value* x = xload(i, mask);
           if (kept_row) v.store(x, kept_row, i, mask);
@@ -874,22 +930,50 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       llvm::Value* from = b.getInt64(0);
       unsigned w = host_f32_lanes();
       bool vectors = t == DType::F32 && (!prologue || vector_prologue) && w > 1;
-      if (vectors) {
-        from = b.CreateAnd(e.L, b.getInt64(~uint64_t(w - 1)));
-        m = softmax_max_vectors(b, w, xvec, from);
-      }
-      m = emit_loop(from, e.L, {m}, [&](llvm::Value* i, RowEmitter::Vals acc) {
-        return RowEmitter::Vals{
-            b.CreateIntrinsic(llvm::Intrinsic::maximum, {ety}, {acc[0], e.xv(i)})};
-      })[0];
-      if (vectors) s = softmax_exp_vectors(b, w, xvec, e.y, row0, from, m);
-      s = emit_loop(from, e.L, {s}, [&](llvm::Value* i, RowEmitter::Vals acc) {
-        JV d = b.CreateFSub(e.xv(i), m);
-        JV ex = t == DType::F32 ? exp_f32_nonpositive(d) : exp(d);
-        e.store(ex.v, e.y, at(i));
-        llvm::Value* w = e.widen(ex.v);
-        return RowEmitter::Vals{t == DType::F32 ? reassoc_add(acc[0], w) : b.CreateFAdd(acc[0], w)};
-      })[0];
+      // With a prologue in vectors and a row that fits, the max's pass keeps the prologue's
+      // values on the stack for the exp's (a branch on the row length when it is read at run
+      // time).
+      auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), w);
+      auto kept_at = [&](llvm::Value* i) { return b.CreateInBoundsGEP(ety, stage, i); };
+      auto softmax_passes = [&](bool keep) {
+        llvm::Value* mx = m;
+        llvm::Value* sum = s;
+        if (vectors) {
+          mx = softmax_max_vectors(
+              b, w,
+              [&](llvm::Value* i) {
+                llvm::Value* x = xvec(i);
+                if (keep) b.CreateAlignedStore(x, kept_at(i), llvm::Align(4));
+                return x;
+              },
+              from);
+        }
+        mx = emit_loop(from, e.L, {mx}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+          llvm::Value* x = e.xv(i);
+          if (keep) b.CreateStore(x, kept_at(i));
+          return RowEmitter::Vals{b.CreateIntrinsic(llvm::Intrinsic::maximum, {ety}, {acc[0], x})};
+        })[0];
+        VectorLoad again = [&](llvm::Value* i) {
+          return b.CreateAlignedLoad(vf, kept_at(i), llvm::Align(4));
+        };
+        if (vectors) sum = softmax_exp_vectors(b, w, keep ? again : xvec, e.y, row0, from, mx);
+        sum = emit_loop(from, e.L, {sum}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+          JV d = b.CreateFSub(keep ? b.CreateLoad(ety, kept_at(i)) : e.xv(i), mx);
+          JV ex = t == DType::F32 ? exp_f32_nonpositive(d) : exp(d);
+          e.store(ex.v, e.y, at(i));
+          llvm::Value* w = e.widen(ex.v);
+          return RowEmitter::Vals{t == DType::F32 ? reassoc_add(acc[0], w)
+                                                  : b.CreateFAdd(acc[0], w)};
+        })[0];
+        return sum;
+      };
+      if (vectors) from = b.CreateAnd(e.L, b.getInt64(~uint64_t(w - 1)));
+      if (stage && costly && vectors)
+        s = emit_if_else(
+            b, b.CreateICmpSLE(e.L, b.getInt64(uint64_t(kMaxScratchRow))),
+            [&] { return softmax_passes(true); }, [&] { return softmax_passes(false); });
+      else
+        s = softmax_passes(false);
       llvm::Value* inv = e.narrow(b.CreateFDiv(e.f64(1.0), s));
       e.each([&](llvm::Value* i) { e.store(b.CreateFMul(e.load(e.y, at(i)), inv), e.y, at(i)); });
     }
