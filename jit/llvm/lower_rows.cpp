@@ -10,8 +10,12 @@
 // propagate NaN as the interpreter does. Softmax is three passes over the row, which stays in
 // L1 between them: the maximum, exp(x - max) stored and summed, and the scaling by 1 / sum; for
 // f32 the first two run in explicit vectors of the host's lanes (softmax_max_vectors,
-// softmax_exp_vectors). Layer and rms norm compute in f64 like the interpreter (two passes for
-// the moments, then the scaling; f32 rows multiply by 1 / denom).
+// softmax_exp_vectors). The f32 layer and rms norms (not the fused residual ones) compute in
+// f32 vectors (F32Row): the moments by the shifted, corrected two-pass algorithm, whose error
+// docs/jit.md derives, with the f64 passes as the fallback for rows beyond f32's range; the
+// f64 norms and the fused residual ones compute in f64 like the interpreter. An f32 softmax's
+// or norm's element-wise prologue runs in vectors too (prologue_vectors), kept on the stack
+// between the passes when it is costly (kCheapPrologue).
 //
 // The row length is an argument of the call (the slot after the output in `bufs`). A
 // size-generic kernel reads it, and places a prologue's operands by classes that every size of
