@@ -703,8 +703,12 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
   // An f32 norm widens gamma and beta once per call, not in every row, into rows on the stack:
   // two conversions per element fewer in its last pass (layer norm over f32[512, 768]: 7% less
   // time). Keeping the widened x as well (as scratch) made it slower: the rows no longer fit L1.
+  vector_prologue = vector_prologue && prologue && t == DType::F32 && host_f32_lanes() > 1;
+  // The f32 layer and rms norms in f32 vectors (F32Row), but for rows beyond f32's range.
+  bool f32_norm = norm && !fused_residual && t == DType::F32 && host_f32_lanes() > 1 &&
+                  (!prologue || vector_prologue);
   llvm::Value *gamma_wide = nullptr, *beta_wide = nullptr;
-  if (plan.wide_params) {
+  if (plan.wide_params && !f32_norm) {
     llvm::Value* room = b.getInt64(uint64_t(plan.generic ? kMaxScratchRow : plan.len));
     auto widened = [&](std::size_t j, const char* name) {
       auto* a = b.CreateAlloca(b.getDoubleTy(), room, name);
@@ -718,7 +722,6 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     beta_wide = widened(n.inputs.size() - 1, "beta_row");
   }
 
-  vector_prologue = vector_prologue && prologue && t == DType::F32 && host_f32_lanes() > 1;
   // A prologue row's last len % w values, computed one by one, padded to a vector.
   llvm::Value* tail_pad = nullptr;
   if (vector_prologue) {
@@ -829,7 +832,7 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         });
       };
       unsigned w = host_f32_lanes();
-      if (t != DType::F32 || (prologue && !vector_prologue) || fused_residual || w == 1) {
+      if (!f32_norm) {
         f64_norm();
       } else {
         // f32 rows in f32 vectors, two passes for the moments and one for the output (the
