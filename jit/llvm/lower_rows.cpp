@@ -700,13 +700,15 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     scratch = a;
   }
   llvm::Value* count = b.CreateSIToFP(len, e.dty); // of the mean and the norms
+  // The f32 softmax and layer and rms norms compute their prologue in vectors, and the norms
+  // compute in f32 vectors (F32Row) but for rows beyond f32's range.
+  bool f32_vectors = t == DType::F32 && host_f32_lanes() > 1;
+  vector_prologue = vector_prologue && prologue && f32_vectors &&
+                    (k == OpKind::Softmax || (norm && !fused_residual));
+  bool f32_norm = norm && !fused_residual && f32_vectors && (!prologue || vector_prologue);
   // An f32 norm widens gamma and beta once per call, not in every row, into rows on the stack:
   // two conversions per element fewer in its last pass (layer norm over f32[512, 768]: 7% less
   // time). Keeping the widened x as well (as scratch) made it slower: the rows no longer fit L1.
-  vector_prologue = vector_prologue && prologue && t == DType::F32 && host_f32_lanes() > 1;
-  // The f32 layer and rms norms in f32 vectors (F32Row), but for rows beyond f32's range.
-  bool f32_norm = norm && !fused_residual && t == DType::F32 && host_f32_lanes() > 1 &&
-                  (!prologue || vector_prologue);
   llvm::Value *gamma_wide = nullptr, *beta_wide = nullptr;
   if (plan.wide_params && !f32_norm) {
     llvm::Value* room = b.getInt64(uint64_t(plan.generic ? kMaxScratchRow : plan.len));
@@ -733,7 +735,7 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
   // (rows up to kMaxScratchRow; a norm keeps longer ones in the output row, softmax computes
   // them again).
   llvm::Value* stage = nullptr;
-  if (vector_prologue && (norm || k == OpKind::Softmax)) {
+  if (vector_prologue) {
     auto* a = b.CreateAlloca(b.getFloatTy(), b.getInt64(uint64_t(kMaxScratchRow)), "stage_row");
     a->setAlignment(llvm::Align(64));
     stage = a;
