@@ -212,15 +212,25 @@ std::vector<RowCase> row_cases() {
       {"layer_norm of tanh(x + g)", 3,
        [](L l) { return rlx::layer_norm(rlx::tanh(l.x + l.g), l.g, l.b); }},
       {"rms_norm of x - v", 2, [](L l) { return rlx::rms_norm(l.x - l.v, l.g); }},
+      // Prologues costly enough to be kept on the stack between the passes (lower_rows.cpp:
+      // kCheapPrologue); sin's vector form branches to a slow path.
+      {"softmax of tanh(x) * 4", 2, [](L l) { return rlx::softmax(rlx::tanh(l.x) * 4.0f, -1); }},
+      {"softmax of sin(x) + r", 2, [](L l) { return rlx::softmax(rlx::sin(l.x) + l.r, -1); }},
+      {"rms_norm of sin(x) + r", 2,
+       [](L l) { return rlx::rms_norm(rlx::sin(l.x) + l.r, l.g, l.b); }},
+      // atan's f32 form calls libm lane by lane: the kernel is emitted again without the
+      // vector prologue.
+      {"softmax of atan(x)", 2, [](L l) { return rlx::softmax(rlx::atan(l.x), -1); }},
+      {"layer_norm of atan(x)", 2, [](L l) { return rlx::layer_norm(rlx::atan(l.x), l.g, l.b); }},
   };
 }
 
 /// Every case on rows of odd lengths (shorter than a vector, one either side of a vector's
-/// multiple, longer than the fused residual norms' scratch row), on the interpreter and on
-/// the JIT under the current extent policy.
+/// multiple, a layer's width, longer than the fused residual norms' scratch row), on the
+/// interpreter and on the JIT under the current extent policy.
 void check_odd_lengths(ir::DType t) {
   const int64_t rows = 3;
-  for (int64_t len : {1, 2, 15, 16, 17, 31, 1000, 1023, 4097}) {
+  for (int64_t len : {1, 2, 7, 15, 16, 17, 31, 768, 1000, 1023, 4097}) {
     CAPTURE(len);
     Leaves l = leaves(rows, len, t, uint64_t(len) * 10);
     for (const RowCase& c : row_cases()) {
@@ -365,6 +375,152 @@ TEST_CASE("softmax rows with a NaN, infinities or values deep in exp's underflow
         CHECK(got.get_f64(4 * len + j) >= 0);
       }
       CHECK(got.get_f64(4 * len + len - 1) == 0); // exp(-150) underflows
+    }
+  }
+}
+
+namespace {
+
+/// f32[rows, len] with element (r, j) = value(r, j) rounded to f32.
+Tensor f32_rows(int64_t rows, int64_t len, const std::function<double(int64_t, int64_t)>& value) {
+  std::vector<float> x(std::size_t(rows * len));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < len; ++j) x[std::size_t(r * len + j)] = float(value(r, j));
+  return Tensor(rlx::Buffer::f32({rows, len}, x));
+}
+
+/// A value in [-1, 1) for (r, j): a Weyl sequence, no two neighbours alike.
+double noise(int64_t r, int64_t j) {
+  double u = double(r * 7919 + j) * 0.6180339887498949;
+  return 2 * (u - std::floor(u)) - 1;
+}
+
+/// The layer norm of f32 rows as a textbook f32 loop computes it: the mean as one f32 sum,
+/// the variance of x - mean in f32, y = (x - mean) / sqrt(var + eps) * gamma + beta in f32.
+rlx::Buffer f32_loop_layer_norm(const rlx::Buffer& x, const rlx::Buffer& g, const rlx::Buffer& b,
+                                float eps) {
+  int64_t len = x.shape().sizes().back(), rows = x.numel() / len;
+  std::vector<float> y(std::size_t(x.numel()));
+  for (int64_t r = 0; r < rows; ++r) {
+    auto at = [&](int64_t j) { return float(x.get_f64(r * len + j)); };
+    float mean = 0, var = 0;
+    for (int64_t j = 0; j < len; ++j) mean += at(j);
+    mean /= float(len);
+    for (int64_t j = 0; j < len; ++j) var += (at(j) - mean) * (at(j) - mean);
+    float inv = 1.0f / std::sqrt(var / float(len) + eps);
+    for (int64_t j = 0; j < len; ++j)
+      y[std::size_t(r * len + j)] =
+          (at(j) - mean) * inv * float(g.get_f64(j)) + float(b.get_f64(j));
+  }
+  return rlx::Buffer::f32(x.shape().sizes(), y);
+}
+
+} // namespace
+
+TEST_CASE("f32 layer norms of rows whose mean is far larger than their spread equal the "
+          "interpreter, where an f32 mean does not") {
+  // The JIT's f32 layer norm computes in f32 (lower_rows.cpp): the mean of x - x[0], corrected
+  // by the second pass's sum of the centered values. These rows lose 4 to 6 digits when
+  // centered: a mean summed and rounded in f32 is off by up to half an ulp of 1e4 (5e-4) on a
+  // spread of 0.6, 40 times the tolerance, as the textbook loop's results show. The rows: noise
+  // on the offset; the same with an outlier as the first element (the shift); a spread of 1e-2
+  // (a few ulps of the offset, so eps matters); a constant row (y = beta).
+  test::other_backend();
+  for (rlx::ExtentPolicy policy : {rlx::ExtentPolicy::Specialize, rlx::ExtentPolicy::Generic}) {
+    CAPTURE(int(policy));
+    with_policy(policy, [] {
+      for (double offset : {1e4, -3e5, 1e6}) {
+        for (int64_t len : {7, 17, 768, 1000}) {
+          CAPTURE(offset);
+          CAPTURE(len);
+          Tensor x = f32_rows(4, len, [&](int64_t r, int64_t j) {
+            double v = noise(r, j);
+            if (r == 1 && j == 0) v = 64;
+            if (r == 2) v *= 1e-2;
+            if (r == 3) v = 0;
+            return offset + v;
+          });
+          Tensor g = random({len}, ir::DType::F32, 7) + 1.5f, b = random({len}, ir::DType::F32, 8);
+          std::vector<rlx::Buffer> results;
+          test::on_both_backends([&] { results.push_back(rlx::layer_norm(x, g, b).buffer()); });
+          REQUIRE(results.size() == 2);
+          test::Tolerance tol = test::backend_tolerance(ir::DType::F32);
+          test::check_buffers_close(results[0], results[1], tol, "layer norm of offset rows");
+          rlx::Buffer loop = f32_loop_layer_norm(x.buffer(), g.buffer(), b.buffer(), 1e-5f);
+          CHECK_FALSE(test::mismatch_report(results[0], loop, tol).empty());
+        }
+      }
+    });
+  }
+}
+
+TEST_CASE("f32 layer and rms norms of rows with an inf, a NaN or squares beyond f32's range "
+          "equal the interpreter") {
+  // Rows whose f32 sums overflow (an inf or NaN among them too) or whose var + eps is below
+  // 2^-100, where the f32 squares of its deviations underflow, take the f64 passes
+  // (lower_rows.cpp). Row 0 holds an inf, row 1 a NaN in its tail, row 2 values of 1e25
+  // (squares overflow f32), row 3 values of 1e-25 (squares underflow; eps 0 leaves nothing
+  // else), row 4 ordinary values (the f32 passes beside the others).
+  test::other_backend();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t len : {17, 768}) {
+    CAPTURE(len);
+    Tensor x = f32_rows(5, len, [&](int64_t r, int64_t j) {
+      double v = noise(r, j);
+      if (r == 0 && j == 3) return inf;
+      if (r == 1 && j == len - 2) return nan;
+      return r == 2 ? v * 1e25 : r == 3 ? v * 1e-25 : v;
+    });
+    Tensor g = random({len}, ir::DType::F32, 9) + 1.5f, b = random({len}, ir::DType::F32, 10);
+    for (double eps : {1e-5, 0.0}) {
+      CAPTURE(eps);
+      for (bool rms : {false, true}) {
+        CAPTURE(rms);
+        std::vector<rlx::Buffer> results;
+        test::on_both_backends([&] {
+          results.push_back(
+              (rms ? rlx::rms_norm(x, g, b, eps) : rlx::layer_norm(x, g, b, eps)).buffer());
+        });
+        REQUIRE(results.size() == 2);
+        test::check_buffers_close(results[0], results[1], test::backend_tolerance(ir::DType::F32),
+                                  "norm of special rows");
+        const rlx::Buffer& got = results[1];
+        for (int64_t j = 0; j < len; ++j) {
+          CAPTURE(j);
+          // layer norm: inf - inf in the centering; rms norm: x / inf, the inf itself NaN.
+          CHECK(std::isnan(got.get_f64(j)) == (!rms || j == 3));
+          CHECK(std::isnan(got.get_f64(len + j))); // the NaN reaches the whole row
+          for (int64_t r = 2; r < 5; ++r) CHECK(std::isfinite(got.get_f64(r * len + j)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("layer and rms norms with gamma one and beta zero equal the interpreter on rows of "
+          "1, 7, 16, 17, 768 and 1000, f32 and f64") {
+  // Without gamma and beta the output is the normalized row itself (no beta to hide its
+  // error): y = (x - mean) / sqrt(var + eps).
+  test::other_backend();
+  for (ir::DType t : {ir::DType::F32, ir::DType::F64}) {
+    for (int64_t len : {1, 7, 16, 17, 768, 1000}) {
+      CAPTURE(t);
+      CAPTURE(len);
+      Tensor x = random({5, len}, t, uint64_t(len) + 40);
+      std::vector<double> one(std::size_t(len), 1.0), zero(std::size_t(len), 0.0);
+      Tensor g(rlx::Buffer::from_f64(ir::Shape::of(std::vector<int64_t>{len}, t), one));
+      Tensor b(rlx::Buffer::from_f64(ir::Shape::of(std::vector<int64_t>{len}, t), zero));
+      for (bool rms : {false, true}) {
+        CAPTURE(rms);
+        std::vector<rlx::Buffer> results;
+        test::on_both_backends([&] {
+          results.push_back((rms ? rlx::rms_norm(x, g, b) : rlx::layer_norm(x, g, b)).buffer());
+        });
+        REQUIRE(results.size() == 2);
+        test::check_buffers_close(results[0], results[1], test::backend_tolerance(t),
+                                  "norm without gamma and beta");
+      }
     }
   }
 }

@@ -10,8 +10,12 @@
 // propagate NaN as the interpreter does. Softmax is three passes over the row, which stays in
 // L1 between them: the maximum, exp(x - max) stored and summed, and the scaling by 1 / sum; for
 // f32 the first two run in explicit vectors of the host's lanes (softmax_max_vectors,
-// softmax_exp_vectors). Layer and rms norm compute in f64 like the interpreter (two passes for
-// the moments, then the scaling; f32 rows multiply by 1 / denom).
+// softmax_exp_vectors). The f32 layer and rms norms (not the fused residual ones) compute in
+// f32 vectors (F32Row): the moments by the shifted, corrected two-pass algorithm, whose error
+// docs/jit.md derives, with the f64 passes as the fallback for rows beyond f32's range; the
+// f64 norms and the fused residual ones compute in f64 like the interpreter. An f32 softmax's
+// or norm's element-wise prologue runs in vectors too (prologue_vectors), kept on the stack
+// between the passes when it is costly (kCheapPrologue).
 //
 // The row length is an argument of the call (the slot after the output in `bufs`). A
 // size-generic kernel reads it, and places a prologue's operands by classes that every size of
@@ -31,9 +35,11 @@
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -130,20 +136,19 @@ llvm::Value* reassoc_add(llvm::Value* a, llvm::Value* b) {
   return bld.CreateFAdd(a, b);
 }
 
-/// The largest element of x[row0 + i] for i in [0, end) (end a multiple of w), NaN left out: a
+/// The w elements of a row's x from element i on, as a vector of f32 (a load, or a prologue
+/// computed in vectors).
+using VectorLoad = std::function<llvm::Value*(llvm::Value*)>;
+
+/// The largest element of x's row at i for i in [0, end) (end a multiple of w), NaN left out: a
 /// NaN reaches softmax's result through exp(x - max) and the sum anyway, so the maximum needs
 /// no NaN propagation, and x86's max instruction is one operation where llvm.maximum's
 /// lowering is six. Four accumulators hide the instruction's latency.
-llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* x,
-                                 llvm::Value* row0, llvm::Value* end) {
-  llvm::Type* f32 = b.getFloatTy();
-  auto* vf = llvm::FixedVectorType::get(f32, w);
+llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, const VectorLoad& load,
+                                 llvm::Value* end) {
+  auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), w);
   auto max = [&](llvm::Value* a, llvm::Value* v) {
     return b.CreateSelect(b.CreateFCmpOGT(v, a), v, a); // a NaN v keeps a
-  };
-  auto load = [&](llvm::Value* i) {
-    return b.CreateAlignedLoad(vf, b.CreateInBoundsGEP(f32, x, b.CreateAdd(row0, i)),
-                               llvm::Align(4));
   };
   llvm::Value* lowest = llvm::ConstantFP::getInfinity(vf, /*Negative=*/true);
   constexpr unsigned kAcc = 4;
@@ -177,23 +182,40 @@ llvm::Value* softmax_max_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* 
 /// to the loop vectorizer, this loop got 8 lanes on AVX-512 (the f64 sum's width decided) and
 /// exp's scalar code, whose scaling by 2^n takes seven integer operations where a 16-lane vector
 /// has one instruction (vmath.cpp: exp_core): 1.33 cycles an element against 0.8.
-llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* x, llvm::Value* y,
-                                 llvm::Value* row0, llvm::Value* end, llvm::Value* m) {
+llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, const VectorLoad& load,
+                                 llvm::Value* y, llvm::Value* row0, llvm::Value* end,
+                                 llvm::Value* m) {
   llvm::Type* f32 = b.getFloatTy();
-  auto* vf = llvm::FixedVectorType::get(f32, w);
   auto* vd = llvm::FixedVectorType::get(b.getDoubleTy(), w);
   llvm::Value* mv = b.CreateVectorSplat(w, m);
+  auto ex = [&](llvm::Value* i) {
+    llvm::Value* at = b.CreateAdd(row0, i);
+    llvm::Value* v = load(i);
+    EmitContext saved = t_emit;
+    t_emit.lanes = w;
+    llvm::Value* r = exp_f32_nonpositive(JV(b.CreateFSub(v, mv))).v;
+    t_emit = saved;
+    b.CreateAlignedStore(r, b.CreateInBoundsGEP(f32, y, at), llvm::Align(4));
+    return r;
+  };
+  // Four vectors at a time, added in f32 ((e0 + e1) + (e2 + e3): positive terms, within two
+  // roundings of f32) and widened once: a widening and an f64 addition per vector were a
+  // fifth of the pass's instructions.
+  constexpr unsigned kGroup = 4;
+  llvm::Value* end4 = b.CreateAnd(end, b.getInt64(~uint64_t(kGroup * w - 1)));
   llvm::Value* acc = emit_loop(
-      b.getInt64(0), end, {llvm::ConstantFP::get(vd, 0.0)},
+      b.getInt64(0), end4, {llvm::ConstantFP::get(vd, 0.0)},
       [&](llvm::Value* i, std::vector<llvm::Value*> sum) {
-        llvm::Value* at = b.CreateAdd(row0, i);
-        llvm::Value* v = b.CreateAlignedLoad(vf, b.CreateInBoundsGEP(f32, x, at), llvm::Align(4));
-        EmitContext saved = t_emit;
-        t_emit.lanes = w;
-        llvm::Value* ex = exp_f32_nonpositive(JV(b.CreateFSub(v, mv))).v;
-        t_emit = saved;
-        b.CreateAlignedStore(ex, b.CreateInBoundsGEP(f32, y, at), llvm::Align(4));
-        return std::vector<llvm::Value*>{b.CreateFAdd(sum[0], b.CreateFPExt(ex, vd))};
+        llvm::Value* e[kGroup];
+        for (unsigned k = 0; k < kGroup; ++k) e[k] = ex(b.CreateAdd(i, b.getInt64(k * w)));
+        llvm::Value* four = b.CreateFAdd(b.CreateFAdd(e[0], e[1]), b.CreateFAdd(e[2], e[3]));
+        return std::vector<llvm::Value*>{b.CreateFAdd(sum[0], b.CreateFPExt(four, vd))};
+      },
+      int64_t(kGroup * w))[0];
+  acc = emit_loop(
+      end4, end, {acc},
+      [&](llvm::Value* i, std::vector<llvm::Value*> sum) {
+        return std::vector<llvm::Value*>{b.CreateFAdd(sum[0], b.CreateFPExt(ex(i), vd))};
       },
       int64_t(w))[0];
   // The lanes' sums added in any order (f64 sums of f32 terms: far below f32's rounding).
@@ -203,6 +225,179 @@ llvm::Value* softmax_exp_vectors(llvm::IRBuilder<>& b, unsigned w, llvm::Value* 
   b.setFastMathFlags(fmf);
   return b.CreateFAddReduce(llvm::ConstantFP::get(b.getDoubleTy(), 0.0), acc);
 }
+
+/// `then` emitted under `cond`: returns `vals` where cond is false, then's values where true.
+std::vector<llvm::Value*>
+emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, std::vector<llvm::Value*> vals,
+        const std::function<std::vector<llvm::Value*>(std::vector<llvm::Value*>)>& then) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* in = llvm::BasicBlock::Create(b.getContext(), "then", fn);
+  auto* join = llvm::BasicBlock::Create(b.getContext(), "join", fn);
+  b.CreateCondBr(cond, in, join);
+  b.SetInsertPoint(in);
+  std::vector<llvm::Value*> got = then(vals);
+  llvm::BasicBlock* last = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  for (std::size_t k = 0; k < vals.size(); ++k) {
+    llvm::PHINode* phi = b.CreatePHI(vals[k]->getType(), 2);
+    phi->addIncoming(vals[k], pre);
+    phi->addIncoming(got[k], last);
+    vals[k] = phi;
+  }
+  return vals;
+}
+
+/// The instructions emit() emits, counted in blocks that are then dropped (it may branch: f32
+/// sin and cos have a slow path).
+std::size_t instructions_of(llvm::IRBuilder<>& b, const std::function<void()>& emit) {
+  llvm::IRBuilderBase::InsertPointGuard keep(b);
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  std::size_t before = fn->size();
+  b.SetInsertPoint(llvm::BasicBlock::Create(b.getContext(), "probe", fn));
+  emit();
+  // Blocks are appended to the function as they are created.
+  std::vector<llvm::BasicBlock*> fresh;
+  std::size_t count = 0;
+  for (auto it = std::next(fn->begin(), std::ptrdiff_t(before)); it != fn->end(); ++it) {
+    fresh.push_back(&*it);
+    count += it->size();
+  }
+  for (llvm::BasicBlock* block : fresh) block->dropAllReferences();
+  for (llvm::BasicBlock* block : fresh) block->eraseFromParent();
+  return count;
+}
+
+/// The most instructions a vector of prologue takes for it to be computed in each pass of a
+/// softmax or norm rather than kept on the stack from the first: a cheap prologue from memory
+/// (softmax(x * 0.125 + r), six instructions) ran up to 1.3x slower kept, depending on where
+/// the stack row fell against the operands' addresses; a costly one (tanh(x) * 4, 23) ran 2x
+/// faster.
+constexpr std::size_t kCheapPrologue = 12;
+
+/// then() emitted where cond holds, otherwise() where not: the value of the one taken.
+llvm::Value* emit_if_else(llvm::IRBuilder<>& b, llvm::Value* cond,
+                          const std::function<llvm::Value*()>& then,
+                          const std::function<llvm::Value*()>& otherwise) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  auto* yes = llvm::BasicBlock::Create(b.getContext(), "yes", fn);
+  auto* no = llvm::BasicBlock::Create(b.getContext(), "no", fn);
+  auto* join = llvm::BasicBlock::Create(b.getContext(), "join", fn);
+  b.CreateCondBr(cond, yes, no);
+  b.SetInsertPoint(yes);
+  llvm::Value* a = then();
+  llvm::BasicBlock* yes_end = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(no);
+  llvm::Value* c = otherwise();
+  llvm::BasicBlock* no_end = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  llvm::PHINode* phi = b.CreatePHI(a->getType(), 2);
+  phi->addIncoming(a, yes_end);
+  phi->addIncoming(c, no_end);
+  return phi;
+}
+
+/// A row of f32 in explicit vectors of w lanes (the f32 layer and rms norms): the full vectors
+/// from element 0 on, then the row's last len % w elements as one vector under a mask of its
+/// leading lanes (masked loads read nothing past the row; the masked lanes hold zeros).
+struct F32Row {
+  llvm::IRBuilder<>& b;
+  unsigned w;
+  llvm::Value* len; ///< i64
+  llvm::FixedVectorType* vf = llvm::FixedVectorType::get(b.getFloatTy(), w);
+
+  using Vals = std::vector<llvm::Value*>;
+  /// body(i, mask) for the vector at element i; mask is null for a full vector.
+  using Body = std::function<Vals(llvm::Value*, llvm::Value*)>;
+
+  llvm::Value* zero() { return llvm::ConstantFP::get(vf, 0.0); }
+  llvm::Value* splat(llvm::Value* s) { return b.CreateVectorSplat(w, s); }
+  llvm::Value* load(llvm::Value* base, llvm::Value* i, llvm::Value* mask) {
+    llvm::Value* p = b.CreateInBoundsGEP(b.getFloatTy(), base, i);
+    if (mask) return b.CreateMaskedLoad(vf, p, llvm::Align(4), mask, zero());
+    return b.CreateAlignedLoad(vf, p, llvm::Align(4));
+  }
+  void store(llvm::Value* v, llvm::Value* base, llvm::Value* i, llvm::Value* mask) {
+    llvm::Value* p = b.CreateInBoundsGEP(b.getFloatTy(), base, i);
+    if (mask)
+      b.CreateMaskedStore(v, p, llvm::Align(4), mask);
+    else
+      b.CreateAlignedStore(v, p, llvm::Align(4));
+  }
+  /// The end of the full vectors.
+  llvm::Value* full() { return b.CreateAnd(len, b.getInt64(~uint64_t(w - 1))); }
+  /// body(full(), mask of the last len % w lanes) when the row has such a tail; `vals` carried.
+  Vals tail(Vals vals, const std::function<Vals(llvm::Value*, Vals)>& body) {
+    llvm::Value* end = full();
+    llvm::Value* rest = b.CreateSub(len, end);
+    return emit_if(b, b.CreateICmpNE(rest, b.getInt64(0)), std::move(vals), [&](Vals v) {
+      std::vector<llvm::Constant*> lane;
+      for (unsigned j = 0; j < w; ++j) lane.push_back(b.getInt64(j));
+      llvm::Value* mask = b.CreateICmpULT(llvm::ConstantVector::get(lane), splat(rest));
+      return body(mask, std::move(v));
+    });
+  }
+  void each(const std::function<void(llvm::Value*, llvm::Value*)>& body) {
+    emit_loop(
+        b.getInt64(0), full(), {},
+        [&](llvm::Value* i, Vals) {
+          body(i, nullptr);
+          return Vals{};
+        },
+        int64_t(w));
+    tail({}, [&](llvm::Value* mask, Vals) {
+      body(full(), mask);
+      return Vals{};
+    });
+  }
+  /// The row's sums of the `count` terms body(i, mask) returns for each vector, in f32: four
+  /// accumulators per term over the leading multiple of 4w elements (the additions' latency),
+  /// one over the remaining full vectors, the masked tail's lanes zeroed, then the lanes in a
+  /// tree. Each sum thus adds at most len / (4w) + log2(w) + 4 times in a chain.
+  Vals sums(std::size_t count, const Body& body) {
+    constexpr unsigned kAcc = 4;
+    llvm::Value* end4 = b.CreateAnd(len, b.getInt64(~uint64_t(kAcc * w - 1)));
+    Vals acc = emit_loop(
+        b.getInt64(0), end4, Vals(kAcc * count, zero()),
+        [&](llvm::Value* i, Vals a) {
+          for (unsigned k = 0; k < kAcc; ++k) {
+            Vals t = body(b.CreateAdd(i, b.getInt64(k * w)), nullptr);
+            for (std::size_t j = 0; j < count; ++j)
+              a[j * kAcc + k] = b.CreateFAdd(a[j * kAcc + k], t[j]);
+          }
+          return a;
+        },
+        int64_t(kAcc * w));
+    Vals s(count);
+    for (std::size_t j = 0; j < count; ++j) {
+      llvm::Value* const* a = &acc[j * kAcc];
+      s[j] = b.CreateFAdd(b.CreateFAdd(a[0], a[1]), b.CreateFAdd(a[2], a[3]));
+    }
+    s = emit_loop(
+        end4, full(), s,
+        [&](llvm::Value* i, Vals a) {
+          Vals t = body(i, nullptr);
+          for (std::size_t j = 0; j < count; ++j) a[j] = b.CreateFAdd(a[j], t[j]);
+          return a;
+        },
+        int64_t(w));
+    s = tail(s, [&](llvm::Value* mask, Vals a) {
+      Vals t = body(full(), mask);
+      for (std::size_t j = 0; j < count; ++j)
+        a[j] = b.CreateFAdd(a[j], b.CreateSelect(mask, t[j], zero()));
+      return a;
+    });
+    llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+    llvm::FastMathFlags fmf;
+    fmf.setAllowReassoc(); // the lanes in a tree
+    b.setFastMathFlags(fmf);
+    for (llvm::Value*& v : s) v = b.CreateFAddReduce(llvm::ConstantFP::get(b.getFloatTy(), 0.0), v);
+    return s;
+  }
+};
 
 } // namespace
 
@@ -405,8 +600,70 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
   };
 }
 
+/// prologue_row's element function in vectors of w lanes: the w values of x from row element
+/// i on (full vectors only; the caller finishes a row's tail with prologue_row's). Operands
+/// along the row are vector loads, the others read once per row and splat. A node whose math
+/// has no vector form sets t_emit.scalarized (emit_row then emits the kernel again without).
+VectorLoad prologue_vectors(const ir::Graph& g, const ir::FusedKernel& k, const RowPlan& plan,
+                            ir::NodeId x, llvm::Function* body, llvm::Value* r, llvm::Value* row0,
+                            llvm::Type* ety, unsigned w) {
+  llvm::IRBuilder<>& b = B();
+  const llvm::DataLayout& dl = body->getParent()->getDataLayout();
+  ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
+  std::unordered_map<uint32_t, llvm::Value*> row_values;
+  std::vector<llvm::Value*> base(k.inputs.size(), nullptr);
+  for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+    const ir::Node& src = g.node(k.buffers[j]);
+    if (ew::inline_constant(src)) {
+      row_values.emplace(k.inputs[j].index, b.CreateVectorSplat(w, ew::constant_value(src)));
+      continue;
+    }
+    DType t = k.read_shapes[j].dtype();
+    llvm::Value* offset = nullptr;
+    bool contiguous = false;
+    if (plan.generic) {
+      Along a = plan.along[j];
+      offset = a == Along::All ? row0 : a == Along::PerRow ? r : b.getInt64(0);
+      contiguous = a == Along::All || a == Along::Row;
+    } else {
+      offset = ew::broadcast_index(row0, k.read_shapes[j], k.shape);
+      contiguous = layout.contiguous[j];
+    }
+    llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)), offset);
+    if (contiguous)
+      base[j] = p;
+    else
+      row_values.emplace(
+          k.inputs[j].index,
+          b.CreateVectorSplat(w, ew::from_storage(b.CreateLoad(ew::storage_type(t), p), t)));
+  }
+  return [&g, &k, &dl, x, ety, w, base, row_values](llvm::Value* i) {
+    llvm::IRBuilder<>& bld = B();
+    std::unordered_map<uint32_t, llvm::Value*> values = row_values;
+    for (std::size_t j = 0; j < k.inputs.size(); ++j) {
+      if (!base[j]) continue;
+      DType t = k.read_shapes[j].dtype();
+      llvm::Type* st = ew::storage_type(t);
+      llvm::Value* v =
+          bld.CreateAlignedLoad(llvm::FixedVectorType::get(st, w),
+                                bld.CreateInBoundsGEP(st, base[j], i), dl.getABITypeAlign(st));
+      values.emplace(k.inputs[j].index, ew::from_storage(v, t));
+    }
+    unsigned lanes = t_emit.lanes;
+    t_emit.lanes = w;
+    ew::eval_nodes(g, k, values);
+    t_emit.lanes = lanes;
+    t_emit.fty = ety;
+    return values.at(x.index);
+  };
+}
+
+/// The row kernel's code; with `vector_prologue`, f32 softmax and norms compute a prologue in
+/// vectors (prologue_vectors), and when one of its nodes would run lane by lane the kernel is
+/// not loaded: `scalarized` is set and the caller emits it again without.
 NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& name,
-                      const ir::FusedKernel* prologue, const RowPlan& plan) {
+                      const ir::FusedKernel* prologue, const RowPlan& plan, bool vector_prologue,
+                      bool& scalarized) {
   ModuleBuilder mb = new_module(name);
   llvm::LLVMContext& ctx = *mb.context;
   llvm::IRBuilder<> builder(ctx);
@@ -443,11 +700,17 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     scratch = a;
   }
   llvm::Value* count = b.CreateSIToFP(len, e.dty); // of the mean and the norms
+  // The f32 softmax and layer and rms norms compute their prologue in vectors, and the norms
+  // compute in f32 vectors (F32Row) but for rows beyond f32's range.
+  bool f32_vectors = t == DType::F32 && host_f32_lanes() > 1;
+  vector_prologue = vector_prologue && prologue && f32_vectors &&
+                    (k == OpKind::Softmax || (norm && !fused_residual));
+  bool f32_norm = norm && !fused_residual && f32_vectors && (!prologue || vector_prologue);
   // An f32 norm widens gamma and beta once per call, not in every row, into rows on the stack:
   // two conversions per element fewer in its last pass (layer norm over f32[512, 768]: 7% less
   // time). Keeping the widened x as well (as scratch) made it slower: the rows no longer fit L1.
   llvm::Value *gamma_wide = nullptr, *beta_wide = nullptr;
-  if (plan.wide_params) {
+  if (plan.wide_params && !f32_norm) {
     llvm::Value* room = b.getInt64(uint64_t(plan.generic ? kMaxScratchRow : plan.len));
     auto widened = [&](std::size_t j, const char* name) {
       auto* a = b.CreateAlloca(b.getDoubleTy(), room, name);
@@ -461,6 +724,24 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
     beta_wide = widened(n.inputs.size() - 1, "beta_row");
   }
 
+  // A prologue row's last len % w values, computed one by one, padded to a vector.
+  llvm::Value* tail_pad = nullptr;
+  if (vector_prologue) {
+    auto* a = b.CreateAlloca(b.getFloatTy(), b.getInt64(host_f32_lanes()), "tail_pad");
+    a->setAlignment(llvm::Align(64));
+    tail_pad = a;
+  }
+  // A norm's or softmax's prologue values, computed in its first pass, for the later ones
+  // (rows up to kMaxScratchRow; a norm keeps longer ones in the output row, softmax computes
+  // them again).
+  llvm::Value* stage = nullptr;
+  if (vector_prologue) {
+    auto* a = b.CreateAlloca(b.getFloatTy(), b.getInt64(uint64_t(kMaxScratchRow)), "stage_row");
+    a->setAlignment(llvm::Align(64));
+    stage = a;
+  }
+  VectorLoad xvec;     // x's row in vectors (with vector_prologue, its prologue)
+  bool costly = false; // the vector prologue is worth keeping (kCheapPrologue)
   auto row = [&](llvm::Value* r, std::vector<llvm::Value*>) {
     llvm::Value* row0 = b.CreateMul(r, e.L, "", true, true);
     auto at = [&](llvm::Value* i) { return b.CreateAdd(row0, i); };
@@ -468,6 +749,18 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
       e.xv = prologue_row(g, *prologue, plan, n.inputs[0], body_fn, r, row0, ety);
     else
       e.xv = [&](llvm::Value* i) { return e.load(body_fn->getArg(0), at(i)); };
+    if (vector_prologue) {
+      xvec = prologue_vectors(g, *prologue, plan, n.inputs[0], body_fn, r, row0, ety,
+                              host_f32_lanes());
+      costly = instructions_of(b, [&] { xvec(b.getInt64(0)); }) > kCheapPrologue;
+    } else if (!prologue && t == DType::F32) {
+      xvec = [&, row0](llvm::Value* i) {
+        auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), host_f32_lanes());
+        return b.CreateAlignedLoad(
+            vf, b.CreateInBoundsGEP(b.getFloatTy(), body_fn->getArg(0), b.CreateAdd(row0, i)),
+            llvm::Align(4));
+      };
+    }
     // The normalized value at row element i, in f64 (with the residual and bias added for the
     // fused residual norms, unrounded as in the interpreter).
     auto xd = [&](llvm::Value* i) {
@@ -506,63 +799,190 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
         return RowEmitter::Vals{next};
       });
     } else if (norm) {
-      // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
-      // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
-      llvm::Value* mean = e.f64(0.0);
-      if (!rms) {
-        mean =
-            b.CreateFDiv(e.sum([&](llvm::Value* i) { return scratch ? kept(i) : xd(i); }), count);
-      }
-      llvm::Value* ss = e.sum([&](llvm::Value* i) {
-        llvm::Value* d = b.CreateFSub(scratch && rms ? kept(i) : again(i), mean);
-        return b.CreateFMul(d, d);
-      });
       double eps = double(fused_residual ? n.op.attrs<ir::FusedResidualNormAttrs>().eps
                                          : n.op.attrs<ir::NormAttrs>().eps);
-      llvm::Value* denom = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty},
-                                             {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
       llvm::Value* gamma = arg(n.inputs.size() - 2);
       llvm::Value* beta = arg(n.inputs.size() - 1);
-      // f32 rows multiply by 1 / denom: a vector division per 8 elements was the pass's
-      // bottleneck, and the two f64 results differ by an ulp of f64, which the rounding to f32
-      // keeps unless it falls within that of a rounding boundary. f64 rows keep the division
-      // (their results match the interpreter's to the bit).
-      llvm::Value* inv = t == DType::F32 ? b.CreateFDiv(e.f64(1.0), denom) : nullptr;
-      e.each([&](llvm::Value* i) {
-        llvm::Value* d = b.CreateFSub(again(i), mean);
-        llvm::Value* v = inv ? b.CreateFMul(d, inv) : b.CreateFDiv(d, denom);
-        auto param = [&](llvm::Value* wide, llvm::Value* narrow) {
-          return wide ? b.CreateLoad(e.dty, b.CreateInBoundsGEP(e.dty, wide, i))
-                      : e.widen(e.load(narrow, i));
+      // As the interpreter, in f64: the mean (layer norm), the mean square of x - mean, then
+      // y = (x - mean) / sqrt(ms + eps) * gamma + beta, rounded once.
+      auto f64_norm = [&] {
+        llvm::Value* mean = e.f64(0.0);
+        if (!rms) {
+          mean =
+              b.CreateFDiv(e.sum([&](llvm::Value* i) { return scratch ? kept(i) : xd(i); }), count);
+        }
+        llvm::Value* ss = e.sum([&](llvm::Value* i) {
+          llvm::Value* d = b.CreateFSub(scratch && rms ? kept(i) : again(i), mean);
+          return b.CreateFMul(d, d);
+        });
+        llvm::Value* denom = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty},
+                                               {b.CreateFAdd(b.CreateFDiv(ss, count), e.f64(eps))});
+        // f32 rows multiply by 1 / denom: a vector division per 8 elements was the pass's
+        // bottleneck, and the two f64 results differ by an ulp of f64, which the rounding to f32
+        // keeps unless it falls within that of a rounding boundary. f64 rows keep the division
+        // (their results match the interpreter's to the bit).
+        llvm::Value* inv = t == DType::F32 ? b.CreateFDiv(e.f64(1.0), denom) : nullptr;
+        e.each([&](llvm::Value* i) {
+          llvm::Value* d = b.CreateFSub(again(i), mean);
+          llvm::Value* v = inv ? b.CreateFMul(d, inv) : b.CreateFDiv(d, denom);
+          auto param = [&](llvm::Value* wide, llvm::Value* narrow) {
+            return wide ? b.CreateLoad(e.dty, b.CreateInBoundsGEP(e.dty, wide, i))
+                        : e.widen(e.load(narrow, i));
+          };
+          v = b.CreateFAdd(b.CreateFMul(v, param(gamma_wide, gamma)), param(beta_wide, beta));
+          e.store(e.narrow(v), e.y, at(i));
+        });
+      };
+      unsigned w = host_f32_lanes();
+      if (!f32_norm) {
+        f64_norm();
+      } else {
+        // f32 rows in f32 vectors, two passes for the moments and one for the output (the
+        // row stays in L1; in f64, half the lanes and three widenings of x made this pass
+        // arithmetic-bound). Accurate where the mean is large against the spread, as the
+        // interpreter's f64 is: x is shifted by its first element c (x - c is exact for the
+        // elements within a factor of two of c), m is the mean of x - c, and the second pass
+        // sums e = (x - c) - m and e^2 together, so their mean m2 corrects m's rounding (the
+        // corrected two-pass algorithm: var = mean(e^2) - m2^2); the output is
+        // (e - m2) / sqrt(var + eps) * gamma + beta. The error of y is then a few f32
+        // roundings of (x - mean) / sigma plus the sums' (see docs/jit.md). Rows whose f32
+        // sums overflow (or hold an inf or NaN), or whose var + eps is too small for f32
+        // squares (below 2^-100), take the f64 passes instead. rms norm: the sum of x^2, no
+        // shift.
+        F32Row v{b, w, e.L};
+        llvm::Type* f32 = b.getFloatTy();
+        llvm::Value* xrow = b.CreateInBoundsGEP(f32, body_fn->getArg(0), row0);
+        // x's vector at i: loaded, or its prologue (a tail's values one by one into tail_pad).
+        auto xload = [&](llvm::Value* i, llvm::Value* mask) {
+          if (!prologue) return v.load(xrow, i, mask);
+          if (!mask) return xvec(i);
+          emit_loop(i, e.L, {}, [&](llvm::Value* j, RowEmitter::Vals) {
+            b.CreateStore(e.xv(j), b.CreateInBoundsGEP(f32, tail_pad, b.CreateSub(j, i)));
+            return RowEmitter::Vals{};
+          });
+          return v.load(tail_pad, b.getInt64(0), mask);
         };
-        v = b.CreateFAdd(b.CreateFMul(v, param(gamma_wide, gamma)), param(beta_wide, beta));
-        e.store(e.narrow(v), e.y, at(i));
-      });
+        llvm::Value* yrow = b.CreateInBoundsGEP(f32, e.y, row0);
+        // A prologue's values are computed once, in the first pass, and kept in a row on the
+        // stack for the later passes (layer_norm(tanh(x + g)) over f32[512, 768]: half the
+        // time). Kept in the output row instead, a cheap prologue (x * 0.5 + g) over rows from
+        // memory took 1.4x the time of computing it in every pass.
+        llvm::Value* kept_row =
+            stage && costly
+                ? b.CreateSelect(b.CreateICmpSLE(e.L, b.getInt64(uint64_t(kMaxScratchRow))), stage,
+                                 yrow)
+                : nullptr;
+        auto xfirst = [&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* x = xload(i, mask);
+          if (kept_row) v.store(x, kept_row, i, mask);
+          return x;
+        };
+        auto xagain = [&](llvm::Value* i, llvm::Value* mask) {
+          return kept_row ? v.load(kept_row, i, mask) : xload(i, mask);
+        };
+        llvm::Value *cv = nullptr, *mv = nullptr;
+        if (!rms) {
+          cv = v.splat(prologue ? e.xv(b.getInt64(0)) : b.CreateLoad(f32, xrow));
+          llvm::Value* s = v.sums(1, [&](llvm::Value* i, llvm::Value* mask) {
+            return F32Row::Vals{b.CreateFSub(xfirst(i, mask), cv)};
+          })[0];
+          mv = v.splat(b.CreateFDiv(s, b.CreateSIToFP(e.L, f32)));
+        }
+        auto centered = [&](llvm::Value* x) {
+          return rms ? x : b.CreateFSub(b.CreateFSub(x, cv), mv);
+        };
+        F32Row::Vals s = v.sums(rms ? 1 : 2, [&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* d = centered(rms ? xfirst(i, mask) : xagain(i, mask));
+          llvm::Value* sq = b.CreateFMul(d, d);
+          return rms ? F32Row::Vals{sq} : F32Row::Vals{d, sq};
+        });
+        llvm::Value* m2 = rms ? e.f64(0.0) : b.CreateFDiv(b.CreateFPExt(s[0], e.dty), count);
+        llvm::Value* var =
+            b.CreateFSub(b.CreateFDiv(b.CreateFPExt(s.back(), e.dty), count), b.CreateFMul(m2, m2));
+        // Rounding can leave var just below 0; a NaN stays (maxnum would drop it).
+        var = b.CreateSelect(b.CreateFCmpOLT(var, e.f64(0.0)), e.f64(0.0), var);
+        llvm::Value* denom2 = b.CreateFAdd(var, e.f64(eps));
+        llvm::Value* ok = b.CreateAnd(b.CreateFCmpOGE(denom2, e.f64(0x1p-100)),
+                                      b.CreateFCmpOLT(denom2, e.f64(kInf)));
+        llvm::Function* fn = b.GetInsertBlock()->getParent();
+        auto* fast = llvm::BasicBlock::Create(ctx, "norm_f32", fn);
+        auto* slow = llvm::BasicBlock::Create(ctx, "norm_f64", fn);
+        auto* join = llvm::BasicBlock::Create(ctx, "norm_done", fn);
+        b.CreateCondBr(ok, fast, slow, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
+        b.SetInsertPoint(fast);
+        llvm::Value* inv = v.splat(b.CreateFPTrunc(
+            b.CreateFDiv(e.f64(1.0), b.CreateIntrinsic(llvm::Intrinsic::sqrt, {e.dty}, {denom2})),
+            f32));
+        llvm::Value* m2v = v.splat(b.CreateFPTrunc(m2, f32));
+        v.each([&](llvm::Value* i, llvm::Value* mask) {
+          llvm::Value* d = centered(xagain(i, mask));
+          if (!rms) d = b.CreateFSub(d, m2v);
+          llvm::Value* y = b.CreateIntrinsic(
+              llvm::Intrinsic::fmuladd, {v.vf},
+              {b.CreateFMul(d, inv), v.load(gamma, i, mask), v.load(beta, i, mask)});
+          v.store(y, yrow, i, mask);
+        });
+        b.CreateBr(join);
+        b.SetInsertPoint(slow);
+        f64_norm();
+        b.CreateBr(join);
+        b.SetInsertPoint(join);
+      }
     } else {
       // Softmax: the max, then e = exp(x - max) stored and summed, then y = e * (1 / sum).
-      // The row's leading multiple of the host's lanes in explicit vectors (f32 without a
-      // prologue), the rest one element at a time.
+      // The row's leading multiple of the host's lanes in explicit vectors (f32), the rest one
+      // element at a time. A prologue is computed in both passes: keeping its values in the
+      // output row from the max's pass on made softmax(x * 0.125 + r) over f32[4096, 1024]
+      // 1.5x slower.
       llvm::Value* m = llvm::ConstantFP::getInfinity(ety, /*Negative=*/true);
       llvm::Value* s = e.f64(0.0);
       llvm::Value* from = b.getInt64(0);
       unsigned w = host_f32_lanes();
-      bool vectors = t == DType::F32 && !prologue && w > 1;
-      if (vectors) {
-        from = b.CreateAnd(e.L, b.getInt64(~uint64_t(w - 1)));
-        m = softmax_max_vectors(b, w, body_fn->getArg(0), row0, from);
-      }
-      m = emit_loop(from, e.L, {m}, [&](llvm::Value* i, RowEmitter::Vals acc) {
-        return RowEmitter::Vals{
-            b.CreateIntrinsic(llvm::Intrinsic::maximum, {ety}, {acc[0], e.xv(i)})};
-      })[0];
-      if (vectors) s = softmax_exp_vectors(b, w, body_fn->getArg(0), e.y, row0, from, m);
-      s = emit_loop(from, e.L, {s}, [&](llvm::Value* i, RowEmitter::Vals acc) {
-        JV d = b.CreateFSub(e.xv(i), m);
-        JV ex = t == DType::F32 ? exp_f32_nonpositive(d) : exp(d);
-        e.store(ex.v, e.y, at(i));
-        llvm::Value* w = e.widen(ex.v);
-        return RowEmitter::Vals{t == DType::F32 ? reassoc_add(acc[0], w) : b.CreateFAdd(acc[0], w)};
-      })[0];
+      bool vectors = t == DType::F32 && (!prologue || vector_prologue) && w > 1;
+      // With a prologue in vectors and a row that fits, the max's pass keeps the prologue's
+      // values on the stack for the exp's (a branch on the row length when it is read at run
+      // time).
+      auto* vf = llvm::FixedVectorType::get(b.getFloatTy(), w);
+      auto kept_at = [&](llvm::Value* i) { return b.CreateInBoundsGEP(ety, stage, i); };
+      auto softmax_passes = [&](bool keep) {
+        llvm::Value* mx = m;
+        llvm::Value* sum = s;
+        if (vectors) {
+          mx = softmax_max_vectors(
+              b, w,
+              [&](llvm::Value* i) {
+                llvm::Value* x = xvec(i);
+                if (keep) b.CreateAlignedStore(x, kept_at(i), llvm::Align(4));
+                return x;
+              },
+              from);
+        }
+        mx = emit_loop(from, e.L, {mx}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+          llvm::Value* x = e.xv(i);
+          if (keep) b.CreateStore(x, kept_at(i));
+          return RowEmitter::Vals{b.CreateIntrinsic(llvm::Intrinsic::maximum, {ety}, {acc[0], x})};
+        })[0];
+        VectorLoad again = [&](llvm::Value* i) {
+          return b.CreateAlignedLoad(vf, kept_at(i), llvm::Align(4));
+        };
+        if (vectors) sum = softmax_exp_vectors(b, w, keep ? again : xvec, e.y, row0, from, mx);
+        sum = emit_loop(from, e.L, {sum}, [&](llvm::Value* i, RowEmitter::Vals acc) {
+          JV d = b.CreateFSub(keep ? b.CreateLoad(ety, kept_at(i)) : e.xv(i), mx);
+          JV ex = t == DType::F32 ? exp_f32_nonpositive(d) : exp(d);
+          e.store(ex.v, e.y, at(i));
+          llvm::Value* w = e.widen(ex.v);
+          return RowEmitter::Vals{t == DType::F32 ? reassoc_add(acc[0], w)
+                                                  : b.CreateFAdd(acc[0], w)};
+        })[0];
+        return sum;
+      };
+      if (vectors) from = b.CreateAnd(e.L, b.getInt64(~uint64_t(w - 1)));
+      if (stage && costly && vectors)
+        s = emit_if_else(
+            b, b.CreateICmpSLE(e.L, b.getInt64(uint64_t(kMaxScratchRow))),
+            [&] { return softmax_passes(true); }, [&] { return softmax_passes(false); });
+      else
+        s = softmax_passes(false);
       llvm::Value* inv = e.narrow(b.CreateFDiv(e.f64(1.0), s));
       e.each([&](llvm::Value* i) { e.store(b.CreateFMul(e.load(e.y, at(i)), inv), e.y, at(i)); });
     }
@@ -571,6 +991,12 @@ NativeKernel emit_row(const ir::Graph& g, const ir::Node& n, const std::string& 
   emit_loop(body_fn->getArg(unsigned(n_bufs + 1)), body_fn->getArg(unsigned(n_bufs + 2)), {}, row);
   b.CreateRetVoid();
   combine_quotients(*body_fn);
+  if (vector_prologue && t_emit.scalarized) {
+    scalarized = true;
+    t_emit = EmitContext{};
+    mb.module.reset(); // before its context
+    return NativeKernel{};
+  }
   return load_kernel(std::move(mb), name);
 }
 
@@ -625,7 +1051,12 @@ NativeKernel lower_row(const ir::Graph& g, const ir::Node& n, const std::string&
     }
   }
   return ew::lower_once(
-      emission_key(g, n, prologue, plan), [&] { return emit_row(g, n, name, prologue, plan); },
+      emission_key(g, n, prologue, plan),
+      [&] {
+        bool scalarized = false;
+        NativeKernel k = emit_row(g, n, name, prologue, plan, true, scalarized);
+        return scalarized ? emit_row(g, n, name, prologue, plan, false, scalarized) : k;
+      },
       [] {});
 }
 
