@@ -238,12 +238,16 @@ gemv_block(__m512 table, const uint8_t* p, const uint8_t* ahead, bool prefetch, 
 
 /// Forward: y[j] = x . W[j, :] for rows [j0, j1). Each block's sum is scaled by its d once (d *
 /// sum(q x) rather than sum((d q) x): the same products, rounded differently within the f32
-/// accumulation bound), into two accumulators (even and odd blocks) added at the end, so
-/// consecutive blocks' additions do not wait for each other. Q4_0's scales are converted a run of
-/// blocks at a time first (q4_scales). Tried and slower here: four rows at once (x loaded once for
-/// them), a row's scales by a gather, codes to f32 by conversion with the -8 folded into the
-/// products or into a per-block sum of x; and (x quantized to int8) VNNI dot products, which move
-/// the outputs far outside the f32 bound.
+/// accumulation bound). Q4_0, bound by the decoder's instructions rather than by memory, converts
+/// a run of blocks' scales first (q4_scales), adds even and odd blocks into two accumulators (so
+/// consecutive blocks' additions do not wait for each other) and prefetches kPrefetchRows ahead;
+/// Q8_0, which reads at 75-90% of STREAM already, keeps its one-accumulator loop (the Q4_0 form
+/// measured no faster for it).
+/// Tried and slower for Q4_0: four or two rows at once (x loaded once for them), a row's scales by
+/// a gather, codes to f32 by conversion with the -8 folded into the products or into a per-block
+/// sum of x, by shifts and a signed conversion, by a bf16 word lookup (with x split exactly into
+/// three bf16 parts for vdpbf16ps); and (x quantized to int8) VNNI dot products, which move the
+/// outputs far outside the f32 bound.
 template <bool Q4>
 [[gnu::target(RLX_PACKED_AVX512)]] void gemv(const Job& job, int64_t j0, int64_t j1) {
   const quant::DequantRows& r = *job.rows;
@@ -253,25 +257,29 @@ template <bool Q4>
   alignas(64) float scales[kScaleRun];
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* row = r.packed + j * r.row_bytes;
+    if constexpr (!Q4) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t b = 0; b < blocks; ++b)
+        acc = gemv_block<false>(table, row + b * bb, nullptr, false, job.x + 32 * b,
+                                block_scale(row + b * bb), acc);
+      job.y[j] = _mm512_reduce_add_ps(acc);
+      continue;
+    }
     const uint8_t* ahead = r.packed + std::min(j + kPrefetchRows, j1 - 1) * r.row_bytes;
     __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
     for (int64_t b0 = 0; b0 < blocks; b0 += kScaleRun) {
       const int64_t b1 = std::min(blocks, b0 + kScaleRun);
-      if constexpr (Q4) q4_scales(row + b0 * bb, b1 - b0, scales);
+      q4_scales(row + b0 * bb, b1 - b0, scales);
       int64_t b = b0;
       for (; b + 2 <= b1; b += 2) {
         const uint8_t* p = row + b * bb;
-        const float d0 = Q4 ? scales[b - b0] : block_scale(p);
-        const float d1 = Q4 ? scales[b + 1 - b0] : block_scale(p + bb);
-        even = gemv_block<Q4>(table, p, ahead + b * bb, true, job.x + 32 * b, d0, even);
-        odd = gemv_block<Q4>(table, p + bb, ahead + (b + 1) * bb, false, job.x + 32 * b + 32, d1,
+        even = gemv_block<Q4>(table, p, ahead + b * bb, true, job.x + 32 * b, scales[b - b0], even);
+        odd = gemv_block<Q4>(table, p + bb, nullptr, false, job.x + 32 * b + 32, scales[b + 1 - b0],
                              odd);
       }
-      if (b < b1) {
-        const uint8_t* p = row + b * bb;
-        even = gemv_block<Q4>(table, p, ahead + b * bb, true, job.x + 32 * b,
-                              Q4 ? scales[b - b0] : block_scale(p), even);
-      }
+      if (b < b1)
+        even = gemv_block<Q4>(table, row + b * bb, ahead + b * bb, true, job.x + 32 * b,
+                              scales[b - b0], even);
     }
     job.y[j] = _mm512_reduce_add_ps(_mm512_add_ps(even, odd));
   }
