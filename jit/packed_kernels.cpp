@@ -243,11 +243,13 @@ gemv_block(__m512 table, const uint8_t* p, const uint8_t* ahead, bool prefetch, 
 /// consecutive blocks' additions do not wait for each other) and prefetches kPrefetchRows ahead;
 /// Q8_0, which reads at 75-90% of STREAM already, keeps its one-accumulator loop (the Q4_0 form
 /// measured no faster for it).
-/// Tried and slower for Q4_0: four or two rows at once (x loaded once for them), a row's scales by
-/// a gather, codes to f32 by conversion with the -8 folded into the products or into a per-block
-/// sum of x, by shifts and a signed conversion, by a bf16 word lookup (with x split exactly into
-/// three bf16 parts for vdpbf16ps); and (x quantized to int8) VNNI dot products, which move the
-/// outputs far outside the f32 bound.
+/// Tried for Q4_0 and no faster (one thread, data in L2 or memory): two or four rows at once (x
+/// loaded once for them); a row's scales by a gather; the high nibble without a shift (its byte
+/// masked into a float's mantissa, 2^23 subtracted; the low nibble's table scaled by 16 to match,
+/// the same bits); codes by conversion with the -8 folded into the products or into a per-block
+/// sum of x; by shifts and a signed conversion; by a bf16 word lookup with x split exactly into
+/// three bf16 parts for vdpbf16ps. Quantizing x to int8 for VNNI is faster but moves the outputs
+/// far outside the f32 bound.
 template <bool Q4>
 [[gnu::target(RLX_PACKED_AVX512)]] void gemv(const Job& job, int64_t j0, int64_t j1) {
   const quant::DequantRows& r = *job.rows;
