@@ -241,7 +241,7 @@ gemv_block(__m512 table, const uint8_t* p, const uint8_t* ahead, bool prefetch, 
 /// accumulation bound). Q4_0, bound by the decoder's instructions rather than by memory, converts
 /// a run of blocks' scales first (q4_scales), adds even and odd blocks into two accumulators (so
 /// consecutive blocks' additions do not wait for each other) and prefetches kPrefetchRows ahead;
-/// Q8_0, which reads at 75-90% of STREAM already, keeps its one-accumulator loop (the Q4_0 form
+/// Q8_0, which reads at 70-90% of STREAM already, keeps its one-accumulator loop (the Q4_0 form
 /// measured no faster for it).
 /// Tried for Q4_0 and no faster (one thread, data in L2 or memory): two or four rows at once (x
 /// loaded once for them); a row's scales by a gather; the high nibble without a shift (its byte
