@@ -22,10 +22,11 @@
 #include <immintrin.h>
 
 // g++ 12's AVX-512 headers start some intrinsics from an "undefined" vector that
-// -Wmaybe-uninitialized flags wherever they are inlined (GCC bug 105593); the warning is about the
-// header, not this file's values.
+// -Wmaybe-uninitialized (and, for _mm512_extracti64x4_epi64, -Wuninitialized) flags wherever they
+// are inlined (GCC bug 105593); the warning is about the header, not this file's values.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <algorithm>
