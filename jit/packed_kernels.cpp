@@ -307,11 +307,22 @@ adjoint_strip(__m512 table, const uint8_t* p, int64_t row_bytes, const float* g,
       __m512 lo, hi;
       block_codes<Q4>(table, blk, lo, hi);
       const float d = block_scale(blk);
+      if constexpr (MR == 1) {
+        const __m512 s = _mm512_set1_ps(g[j] * d);
+        acc[0][2 * t] = _mm512_fmadd_ps(lo, s, acc[0][2 * t]);
+        acc[0][2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[0][2 * t + 1]);
+      } else {
+        // The block's values d q once, then g[i, j] broadcast from memory for each row of y:
+        // fewer scalar products and register broadcasts than g[i, j] d per row.
+        const __m512 dv = _mm512_set1_ps(d);
+        lo = _mm512_mul_ps(lo, dv);
+        hi = _mm512_mul_ps(hi, dv);
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) {
-        const __m512 s = _mm512_set1_ps(g[i * g_stride + j] * d);
-        acc[i][2 * t] = _mm512_fmadd_ps(lo, s, acc[i][2 * t]);
-        acc[i][2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[i][2 * t + 1]);
+        for (int i = 0; i < MR; ++i) {
+          const __m512 s = _mm512_set1_ps(g[i * g_stride + j]);
+          acc[i][2 * t] = _mm512_fmadd_ps(lo, s, acc[i][2 * t]);
+          acc[i][2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[i][2 * t + 1]);
+        }
       }
     }
   }
