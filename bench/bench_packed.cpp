@@ -1,6 +1,7 @@
 // bench/bench_packed.cpp -- decode-shaped dequant_matmul (m = 1, k = n = 4096: one token through
 // a 4096x4096 linear layer stored as Q4_0 or Q8_0) and its adjoint (g . W, the product's VJP in x:
-// a decode step's backward), the JIT's kernels on 1 and 2 threads. A decode step reads every
+// a decode step's backward; also at m = 8, a short batch's backward), the JIT's kernels on 1 and
+// 2 threads. A decode step reads every
 // packed byte once and does 2 flops per weight, so it is bound by memory: the rows report the
 // packed weights read per second (GB/s) next to a STREAM triad measured in the same run, on the
 // same threads (issue 25 asks for at least 70% of it).
@@ -18,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -66,17 +68,20 @@ bool run(rlx::quant::QuantFormat format, const char* name, const bench::Args& ar
     rlx::Buffer in;
   };
   std::vector<Form> forms;
-  for (bool adjoint : {false, true}) {
+  for (auto [adjoint, m] : {std::pair{false, 1}, {true, 1}, {true, 8}}) {
     Form& f = forms.emplace_back();
-    f.label = std::string("rlx ") + name + (adjoint ? " adjoint (g . W)" : "");
+    f.label = std::string("rlx ") + name +
+              (adjoint ? m == 1 ? " adjoint (g . W)" : " adjoint, m = 8 (G . W)" : "");
     const int64_t in_len = adjoint ? n : k;
-    auto xi = f.g.input("x", rlx::ir::Shape({1, in_len}, rlx::ir::DType::F32));
+    auto xi = f.g.input("x", rlx::ir::Shape({m, in_len}, rlx::ir::DType::F32));
     auto wi = f.g.input("w", rlx::ir::Shape({n, rb}, rlx::ir::DType::U8));
     f.g.set_outputs({f.g.add_inferred(
         rlx::ir::Op(rlx::ir::OpKind::DequantMatMul, rlx::ir::DequantMatMulAttrs{scheme, adjoint}),
         {xi, wi})});
     f.in = rlx::Buffer::uninitialized(f.g.shape(xi));
-    std::memcpy(f.in.bytes().data(), x.data(), std::size_t(in_len) * 4);
+    for (int64_t i = 0; i < m; ++i) // row i: x rotated by i values
+      for (int64_t c = 0; c < in_len; ++c)
+        std::memcpy(f.in.bytes().data() + (i * in_len + c) * 4, &x[std::size_t((c + i) % k)], 4);
   }
   // A model's layers do not fit in the last-level cache: cycle through copies of the weight
   // totalling at least 256 MiB, so every call reads its weights from memory, as a decode step

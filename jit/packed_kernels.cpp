@@ -2,8 +2,8 @@
 // bytes are the traffic that matters for a decode step (m = 1): each row's blocks are decoded into
 // a 1 KB buffer and consumed at once, Q4_0 and Q8_0 (the common GGUF weights) by decoders inlined
 // into the vectorized loop, the other formats by the block codecs (src/quant/packed_formats.cpp).
-// At m = 1, Q4_0 and Q8_0 skip the buffer on AVX-512: both forms decode each block into registers
-// with one decoder (gemv and adjoint_gemv).
+// On AVX-512, Q4_0 and Q8_0 skip the buffer: both forms decode each block into registers with one
+// decoder (gemv at m = 1; the adjoint at any m: adjoint_gemv and adjoint_gemm).
 #include "packed_kernels.hpp"
 
 #include "quant/packed_formats.hpp"
@@ -111,8 +111,9 @@ struct Job {
 // values, or one block); a task zeroes its chunk of every row of y, then for each row j of W
 // decodes that chunk of row j into an L1 buffer and adds g[i, j] times it to row i (four rows at a
 // time). Every packed byte is read once per call, W is never held in f32, and each sum over j runs
-// in f32 in row order (the same bits on any thread count). At m = 1 (a decode step's backward) Q4_0
-// and Q8_0 take adjoint_gemv below instead, with y in registers.
+// in f32 in row order (the same bits on any thread count). On AVX-512, Q4_0 and Q8_0 take
+// adjoint_gemv (m = 1, a decode step's backward) or adjoint_gemm below instead, with y in
+// registers.
 constexpr int64_t kAdjointRows = 4;
 
 /// buf holds kAdjointRows chunks.
@@ -153,9 +154,9 @@ using AdjointFn = void (*)(const Job&, int64_t, int64_t, float*);
 #if defined(__x86_64__)
 #define RLX_PACKED_AVX512 "avx512f,avx512bw,avx512vl,avx2,fma,f16c"
 
-// ---- m = 1 (a decode step and its backward) for Q4_0 and Q8_0 on AVX-512, without a buffer: both
-// forms run the same block decoder, the forward dotting each block with x, the adjoint adding it,
-// scaled, into y.
+// ---- Q4_0 and Q8_0 on AVX-512 without a buffer (the forward at m = 1, a decode step; the adjoint
+// at any m): both forms run the same block decoder, the forward dotting each block with x, the
+// adjoint adding it, scaled, into rows of y.
 
 /// A block's 32 codes at p as f32 (values 0-15 in lo, 16-31 in hi), before its scale. Q4_0 by a
 /// table lookup: vpermps indexes with each lane's low 4 bits and the table holds q - 8, so no mask,
@@ -197,53 +198,159 @@ bool gemv_form(const Job& job) {
   return job.m == 1 && job.rows->packed && (f == QuantFormat::Q4_0 || f == QuantFormat::Q8_0);
 }
 
+/// Blocks of a row whose Q4_0 scales gemv converts at once, into a stack array.
+constexpr int64_t kScaleRun = 128;
+
+/// The f32 scales of `blocks` Q4_0 blocks from p into d. A block is 9 16-bit words and its scale
+/// the first, so 8 blocks' scales are words 0, 9, ..., 63 of the 128 bytes from the first: one
+/// two-register word permute and one conversion per 8 blocks, in place of a scalar load,
+/// conversion and broadcast per block.
+[[gnu::target(RLX_PACKED_AVX512)]] inline void q4_scales(const uint8_t* p, int64_t blocks,
+                                                         float* d) {
+  const __m512i words = _mm512_setr_epi32(9 << 16, (27 << 16) | 18, (45 << 16) | 36,
+                                          (63 << 16) | 54, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  int64_t b = 0;
+  for (; b + 8 <= blocks; b += 8, p += 8 * 18) {
+    const __m512i h =
+        _mm512_permutex2var_epi16(_mm512_loadu_si512(p), words, _mm512_loadu_si512(p + 64));
+    _mm256_storeu_ps(d + b, _mm256_cvtph_ps(_mm512_castsi512_si128(h)));
+  }
+  for (; b < blocks; ++b, p += 18) d[b] = block_scale(p);
+}
+
+/// Rows ahead of the current one whose Q4_0 blocks gemv prefetches into L1 as it goes: without it
+/// the scale pass (q4_scales) waits for memory at the start of each row.
+constexpr int64_t kPrefetchRows = 2;
+
+/// acc + d * (x . block p); for Q4_0, `ahead` (the same block kPrefetchRows rows on) is
+/// prefetched when `prefetch` (every other block: 36 bytes). Q8_0 reads as fast without.
+template <bool Q4>
+[[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline __m512
+gemv_block(__m512 table, const uint8_t* p, const uint8_t* ahead, bool prefetch, const float* x,
+           float d, __m512 acc) {
+  if (Q4 && prefetch) _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+  __m512 lo, hi;
+  block_codes<Q4>(table, p, lo, hi);
+  const __m512 sum =
+      _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x)));
+  return _mm512_fmadd_ps(sum, _mm512_set1_ps(d), acc);
+}
+
 /// Forward: y[j] = x . W[j, :] for rows [j0, j1). Each block's sum is scaled by its d once (d *
 /// sum(q x) rather than sum((d q) x): the same products, rounded differently within the f32
-/// accumulation bound). Tried and slower here: four rows at once (x loaded once for them), and
-/// converting a row's scales 16 at a time with a gather before its products.
+/// accumulation bound). Q4_0, bound by the decoder's instructions rather than by memory, converts
+/// a run of blocks' scales first (q4_scales), adds even and odd blocks into two accumulators (so
+/// consecutive blocks' additions do not wait for each other) and prefetches kPrefetchRows ahead;
+/// Q8_0, which reads at 70-90% of STREAM already, keeps its one-accumulator loop (the Q4_0 form
+/// measured no faster for it).
+/// Tried for Q4_0 and no faster (one thread, data in L2 or memory): two or four rows at once (x
+/// loaded once for them); a row's scales by a gather; the high nibble without a shift (its byte
+/// masked into a float's mantissa, 2^23 subtracted; the low nibble's table scaled by 16 to match,
+/// the same bits); codes by conversion with the -8 folded into the products or into a per-block
+/// sum of x; by shifts and a signed conversion; by a bf16 word lookup with x split exactly into
+/// three bf16 parts for vdpbf16ps. Quantizing x to int8 for VNNI is faster but moves the outputs
+/// far outside the f32 bound.
 template <bool Q4>
 [[gnu::target(RLX_PACKED_AVX512)]] void gemv(const Job& job, int64_t j0, int64_t j1) {
   const quant::DequantRows& r = *job.rows;
+  constexpr int64_t bb = kBlockBytes<Q4>;
   const int64_t blocks = r.k / 32;
   const __m512 table = q4_table();
+  alignas(64) float scales[kScaleRun];
   for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* p = r.packed + j * r.row_bytes;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b, p += kBlockBytes<Q4>) {
-      __m512 lo, hi;
-      block_codes<Q4>(table, p, lo, hi);
-      const float* x = job.x + 32 * b;
-      const __m512 sum =
-          _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x)));
-      acc = _mm512_fmadd_ps(sum, _mm512_set1_ps(block_scale(p)), acc);
+    const uint8_t* row = r.packed + j * r.row_bytes;
+    if constexpr (!Q4) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t b = 0; b < blocks; ++b)
+        acc = gemv_block<false>(table, row + b * bb, nullptr, false, job.x + 32 * b,
+                                block_scale(row + b * bb), acc);
+      job.y[j] = _mm512_reduce_add_ps(acc);
+      continue;
     }
-    job.y[j] = _mm512_reduce_add_ps(acc);
+    const uint8_t* ahead = r.packed + std::min(j + kPrefetchRows, j1 - 1) * r.row_bytes;
+    __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+    for (int64_t b0 = 0; b0 < blocks; b0 += kScaleRun) {
+      const int64_t b1 = std::min(blocks, b0 + kScaleRun);
+      q4_scales(row + b0 * bb, b1 - b0, scales);
+      int64_t b = b0;
+      for (; b + 2 <= b1; b += 2) {
+        const uint8_t* p = row + b * bb;
+        even = gemv_block<Q4>(table, p, ahead + b * bb, true, job.x + 32 * b, scales[b - b0], even);
+        odd = gemv_block<Q4>(table, p + bb, nullptr, false, job.x + 32 * b + 32, scales[b + 1 - b0],
+                             odd);
+      }
+      if (b < b1)
+        even = gemv_block<Q4>(table, row + b * bb, ahead + b * bb, true, job.x + 32 * b,
+                              scales[b - b0], even);
+    }
+    job.y[j] = _mm512_reduce_add_ps(_mm512_add_ps(even, odd));
   }
 }
 
-/// Adjoint: y[c] += sum over `rows` rows j of g[j] W[j, c] for B blocks of columns, y held in 2B
-/// zmm across the rows. p: the first row's first block; g: the rows' weights.
-template <bool Q4, int B>
+/// Adjoint: for MR rows i of y and g, y[i, c] += sum over `rows` rows j of g[i, j] W[j, c] for B
+/// blocks of columns, y held in MR * 2B zmm across the rows and each block decoded once for the
+/// MR rows. p: the first row's first block; g: g[0, 0] of the rows' weights (g_stride apart);
+/// y: y[0, first column] (y_stride apart).
+template <bool Q4, int B, int MR>
 [[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline void
-adjoint_strip(__m512 table, const uint8_t* p, int64_t row_bytes, const float* g, int64_t rows,
-              float* y) {
-  __m512 acc[2 * B];
+adjoint_strip(__m512 table, const uint8_t* p, int64_t row_bytes, const float* g, int64_t g_stride,
+              int64_t rows, float* y, int64_t y_stride) {
+  __m512 acc[MR][2 * B];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
-  for (int t = 0; t < 2 * B; ++t) acc[t] = _mm512_loadu_ps(y + 16 * t);
+    for (int t = 0; t < 2 * B; ++t) acc[i][t] = _mm512_loadu_ps(y + i * y_stride + 16 * t);
   for (int64_t j = 0; j < rows; ++j, p += row_bytes) {
-    const float gj = g[j];
 #pragma GCC unroll 8
     for (int t = 0; t < B; ++t) {
       const uint8_t* blk = p + t * kBlockBytes<Q4>;
       __m512 lo, hi;
       block_codes<Q4>(table, blk, lo, hi);
-      const __m512 s = _mm512_set1_ps(gj * block_scale(blk));
-      acc[2 * t] = _mm512_fmadd_ps(lo, s, acc[2 * t]);
-      acc[2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[2 * t + 1]);
+      const float d = block_scale(blk);
+      if constexpr (MR == 1) {
+        const __m512 s = _mm512_set1_ps(g[j] * d);
+        acc[0][2 * t] = _mm512_fmadd_ps(lo, s, acc[0][2 * t]);
+        acc[0][2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[0][2 * t + 1]);
+      } else {
+        // The block's values d q once, then g[i, j] broadcast from memory for each row of y:
+        // fewer scalar products and register broadcasts than g[i, j] d per row.
+        const __m512 dv = _mm512_set1_ps(d);
+        lo = _mm512_mul_ps(lo, dv);
+        hi = _mm512_mul_ps(hi, dv);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const __m512 s = _mm512_set1_ps(g[i * g_stride + j]);
+          acc[i][2 * t] = _mm512_fmadd_ps(lo, s, acc[i][2 * t]);
+          acc[i][2 * t + 1] = _mm512_fmadd_ps(hi, s, acc[i][2 * t + 1]);
+        }
+      }
     }
   }
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
-  for (int t = 0; t < 2 * B; ++t) _mm512_storeu_ps(y + 16 * t, acc[t]);
+    for (int t = 0; t < 2 * B; ++t) _mm512_storeu_ps(y + i * y_stride + 16 * t, acc[i][t]);
+}
+
+/// adjoint_strip over the blocks [b, b1) of a tile: strips of 8, 4, 2 and 1 blocks for one row of
+/// y (16 accumulators), of 2 and 1 for four rows.
+template <bool Q4, int MR>
+[[gnu::target(RLX_PACKED_AVX512)]] [[gnu::always_inline]] inline void
+adjoint_strips(__m512 table, const uint8_t* tile, int64_t row_bytes, const float* g,
+               int64_t g_stride, int64_t rows, float* y, int64_t y_stride, int64_t b, int64_t b1) {
+  constexpr int64_t bb = kBlockBytes<Q4>;
+#define RLX_STRIP(B)                                                                               \
+  adjoint_strip<Q4, B, MR>(table, tile + b * bb, row_bytes, g, g_stride, rows, y + 32 * b, y_stride)
+  if constexpr (MR == 1) {
+    for (; b + 8 <= b1; b += 8) RLX_STRIP(8);
+    if (b + 4 <= b1) {
+      RLX_STRIP(4);
+      b += 4;
+    }
+  }
+  for (; b + 2 <= b1; b += 2) RLX_STRIP(2);
+  if (b < b1) RLX_STRIP(1);
+#undef RLX_STRIP
 }
 
 /// Rows of W per tile of the adjoint: the strips cross a tile's rows, so y's registers are loaded
@@ -256,26 +363,40 @@ constexpr int64_t kTileRows = 8;
 template <bool Q4>
 [[gnu::target(RLX_PACKED_AVX512)]] void adjoint_gemv(const Job& job, int64_t c0, int64_t c1) {
   const quant::DequantRows& r = *job.rows;
-  constexpr int64_t bb = kBlockBytes<Q4>;
-  const int64_t b1 = c1 / 32;
   const __m512 table = q4_table();
   std::fill(job.y + c0, job.y + c1, 0.0f);
-  for (int64_t j0 = 0; j0 < r.n; j0 += kTileRows) {
-    const int64_t rows = std::min(kTileRows, r.n - j0);
-    const uint8_t* tile = r.packed + j0 * r.row_bytes;
-    const float* g = job.x + j0;
-    int64_t b = c0 / 32;
-    for (; b + 8 <= b1; b += 8)
-      adjoint_strip<Q4, 8>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
-    if (b + 4 <= b1) {
-      adjoint_strip<Q4, 4>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
-      b += 4;
+  for (int64_t j0 = 0; j0 < r.n; j0 += kTileRows)
+    adjoint_strips<Q4, 1>(table, r.packed + j0 * r.row_bytes, r.row_bytes, job.x + j0, 1,
+                          std::min(kTileRows, r.n - j0), job.y, 0, c0 / 32, c1 / 32);
+}
+
+/// Columns of y that adjoint_gemm finishes over every row of W before the next: the m rows of
+/// this chunk of y stay in cache while W's rows pass once.
+constexpr int64_t kAdjointCols = 256;
+
+/// Adjoint at m > 1: y [m, k] = g [m, n] . W for the columns [c0, c1), per chunk of kAdjointCols
+/// columns and tile of kTileRows rows of W, four rows of y at a time in registers (then one at a
+/// time): each block is decoded once per four rows of y and W's bytes are read from memory once.
+/// The sums run over j in row order in f32, as at m = 1.
+template <bool Q4>
+[[gnu::target(RLX_PACKED_AVX512)]] void adjoint_gemm(const Job& job, int64_t c0, int64_t c1) {
+  const quant::DequantRows& r = *job.rows;
+  const int64_t m = job.m, n = r.n, k = r.k;
+  const __m512 table = q4_table();
+  for (int64_t k0 = c0; k0 < c1; k0 += kAdjointCols) {
+    const int64_t k1 = std::min(c1, k0 + kAdjointCols);
+    for (int64_t i = 0; i < m; ++i) std::fill(job.y + i * k + k0, job.y + i * k + k1, 0.0f);
+    for (int64_t j0 = 0; j0 < n; j0 += kTileRows) {
+      const uint8_t* tile = r.packed + j0 * r.row_bytes;
+      const int64_t rows = std::min(kTileRows, n - j0);
+      int64_t i = 0;
+      for (; i + 4 <= m; i += 4)
+        adjoint_strips<Q4, 4>(table, tile, r.row_bytes, job.x + i * n + j0, n, rows, job.y + i * k,
+                              k, k0 / 32, k1 / 32);
+      for (; i < m; ++i)
+        adjoint_strips<Q4, 1>(table, tile, r.row_bytes, job.x + i * n + j0, n, rows, job.y + i * k,
+                              k, k0 / 32, k1 / 32);
     }
-    if (b + 2 <= b1) {
-      adjoint_strip<Q4, 2>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
-      b += 2;
-    }
-    if (b < b1) adjoint_strip<Q4, 1>(table, tile + b * bb, r.row_bytes, g, rows, job.y + 32 * b);
   }
 }
 
@@ -287,9 +408,12 @@ template <bool Q4>
 }
 [[gnu::target(RLX_PACKED_AVX512)]] void adjoint_avx512(const Job& job, int64_t c0, int64_t c1,
                                                        float* buf) {
-  if (!gemv_form(job)) return adjoint_body(job, c0, c1, buf);
-  if (job.rows->scheme.format == QuantFormat::Q4_0) return adjoint_gemv<true>(job, c0, c1);
-  adjoint_gemv<false>(job, c0, c1);
+  const QuantFormat f = job.rows->scheme.format;
+  if (!job.rows->packed || (f != QuantFormat::Q4_0 && f != QuantFormat::Q8_0))
+    return adjoint_body(job, c0, c1, buf);
+  const bool q4 = f == QuantFormat::Q4_0;
+  if (job.m == 1) return q4 ? adjoint_gemv<true>(job, c0, c1) : adjoint_gemv<false>(job, c0, c1);
+  q4 ? adjoint_gemm<true>(job, c0, c1) : adjoint_gemm<false>(job, c0, c1);
 }
 [[gnu::target("avx2,fma,f16c")]] void rows_avx2(const Job& job, int64_t j0, int64_t j1, float* buf,
                                                 float* acc) {

@@ -14,6 +14,7 @@
 #include <rlx/ir/json.hpp>
 #include <rlx/ir/text.hpp>
 #include <rlx/quant_packed.hpp>
+#include <rlx/settings.hpp>
 
 #include <doctest/doctest.h>
 
@@ -23,6 +24,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -93,6 +95,47 @@ TEST_CASE("dequant_matmul of packed weights equals numpy's product on both backe
                      k, c.name + " (m = 1)");
     }
   });
+}
+
+TEST_CASE("at m = 1 a Q4_0 or Q8_0 product equals the sum in double across many blocks and rows, "
+          "on 1 and 2 threads, on both backends") {
+  // k = 1504 (47 blocks: five of the JIT's 8-block scale groups, a tail of 7, an odd count for
+  // its two accumulators) and k = 8480 (265 blocks: more than one 128-block scale run); 37 and 5
+  // rows (odd; fewer than the rows a task takes). The fixtures' 3 blocks reach none of these. The
+  // reference sums rlx::quant::unpack's values (numpy's, bit for bit: the first test) in double.
+  const int saved = rlx::num_threads();
+  for (const auto [n, k] : {std::pair<int64_t, int64_t>{37, 1504}, {5, 8480}}) {
+    std::mt19937 gen(uint32_t(n * 131 + k));
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> w32(static_cast<std::size_t>(n * k)), xv(static_cast<std::size_t>(k));
+    for (float& v : w32) v = dist(gen);
+    for (float& v : xv) v = dist(gen);
+    const Tensor x = Tensor::from_vector(xv, {1, k});
+    for (const QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q8_0}) {
+      const QuantScheme scheme = QuantScheme::of(format);
+      const Tensor packed = rlx::quant::pack(Tensor::from_vector(w32, {n, k}), scheme);
+      const std::vector<double> w = values<double>(rlx::quant::unpack(packed, scheme, k));
+      std::vector<double> want(static_cast<std::size_t>(n)), abs(static_cast<std::size_t>(n));
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t c = 0; c < k; ++c) {
+          const double p = double(xv[std::size_t(c)]) * w[std::size_t(j * k + c)];
+          want[std::size_t(j)] += p;
+          abs[std::size_t(j)] += std::abs(p);
+        }
+      for (int threads : {1, 2}) {
+        rlx::set_num_threads(threads);
+        on_both_backends([&] {
+          const std::string what = std::string(format == QuantFormat::Q4_0 ? "Q4_0" : "Q8_0") +
+                                   " k = " + std::to_string(k) + " on " + std::to_string(threads) +
+                                   " threads";
+          expect_product(rlx::quant::dequant_matmul(x, packed, scheme),
+                         Tensor::from_vector(want, {1, n}), Tensor::from_vector(abs, {1, n}), k,
+                         what);
+        });
+      }
+    }
+  }
+  rlx::set_num_threads(saved);
 }
 
 TEST_CASE("the split forms (Int8Block, Int8BlockAsym, Int4Block, FP8 with row scales, NVFP4 "

@@ -129,32 +129,35 @@ TEST_CASE("the gradient of dequant_matmul with respect to x is g . W decoded fro
   });
 }
 
-TEST_CASE("at m = 1 the gradient of a Q4_0 or Q8_0 product is g . W also across many blocks and "
-          "rows, on 1 and 2 threads, on both backends") {
-  // 47 blocks a row (k = 1504: the JIT's strips of 8, 4, 2 and 1 blocks, and more than one
-  // task's 1024 columns) and 37 rows (two tiles of 16 and a partial one): shapes the fixtures'
-  // 3 blocks and 5 rows do not reach. The reference sums rlx::quant::unpack's values (equal to
-  // numpy's bit for bit, test_packed.cpp) in double.
+TEST_CASE("at m = 1 and m = 6 the gradient of a Q4_0 or Q8_0 product is g . W also across many "
+          "blocks and rows, on 1 and 2 threads, on both backends") {
+  // 47 blocks a row (k = 1504: the JIT's strips of 8, 4, 2 and 1 blocks, its 256-column chunks
+  // at m > 1 and a last one of 7 blocks, and more than one task's 1024 columns) and 37 rows (four
+  // tiles of 8 and a partial one); m = 6: one group of four rows of y in registers and two single
+  // rows. Shapes the fixtures' 3 blocks, 5 rows and m = 3 do not reach. The reference sums
+  // rlx::quant::unpack's values (equal to numpy's bit for bit, test_packed.cpp) in double.
   const int64_t n = 37, k = 1504;
   const Tensor w32 = Tensor::from_vector(uniform(n * k, 5), {n, k});
-  const Tensor x = Tensor::from_vector(uniform(k, 6), {1, k});
-  const std::vector<float> g = uniform(n, 7);
-  const Tensor gt = Tensor::from_vector(g, {1, n});
   const int saved = rlx::num_threads();
-  for (const QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q8_0}) {
-    const QuantScheme scheme = QuantScheme::of(format);
-    const Tensor packed = rlx::quant::pack(w32, scheme);
-    const Tensor w = rlx::quant::unpack(packed, scheme, k);
-    for (int threads : {1, 2}) {
-      rlx::set_num_threads(threads);
-      on_both_backends([&] {
-        auto loss = [&](const Tensor& xx, const Tensor& gg) {
-          return rlx::sum(rlx::quant::dequant_matmul(xx, packed, scheme) * gg);
-        };
-        expect_adjoint(rlx::grad(loss)(x, gt), g, w, 1,
-                       std::string(format == QuantFormat::Q4_0 ? "Q4_0" : "Q8_0") + " on " +
-                           std::to_string(threads) + " threads");
-      });
+  for (const int64_t m : {1, 6}) {
+    const Tensor x = Tensor::from_vector(uniform(m * k, 6), {m, k});
+    const std::vector<float> g = uniform(m * n, 7);
+    const Tensor gt = Tensor::from_vector(g, {m, n});
+    for (const QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q8_0}) {
+      const QuantScheme scheme = QuantScheme::of(format);
+      const Tensor packed = rlx::quant::pack(w32, scheme);
+      const Tensor w = rlx::quant::unpack(packed, scheme, k);
+      for (int threads : {1, 2}) {
+        rlx::set_num_threads(threads);
+        on_both_backends([&] {
+          auto loss = [&](const Tensor& xx, const Tensor& gg) {
+            return rlx::sum(rlx::quant::dequant_matmul(xx, packed, scheme) * gg);
+          };
+          expect_adjoint(rlx::grad(loss)(x, gt), g, w, m,
+                         std::string(format == QuantFormat::Q4_0 ? "Q4_0" : "Q8_0") + " at m = " +
+                             std::to_string(m) + " on " + std::to_string(threads) + " threads");
+        });
+      }
     }
   }
   rlx::set_num_threads(saved);

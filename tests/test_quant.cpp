@@ -164,6 +164,37 @@ TEST_CASE("q_matmul gives the same bits on the JIT and the interpreter at GEMM-s
   rlx::set_default_backend(saved);
 }
 
+TEST_CASE("q_matmul gives the same bits on the JIT and the interpreter with an i8 x, per-channel "
+          "w zero points, K = 301 (a partial k-quad) and a 45-byte tail of x's rows") {
+  // 29 x 301 @ 301 x 45: x's rows are 64 + 64 + 64 + 64 + 45 bytes (the JIT's row sums run 64
+  // at a time and then a masked tail), the last quad holds one value, and 45 columns leave a
+  // panel of 13 (a masked 16-column group in the requantization).
+  const int64_t m = 29, k = 301, n = 45;
+  std::vector<int8_t> xv(std::size_t(m * k)), wv(std::size_t(k * n));
+  std::vector<int32_t> bv(static_cast<std::size_t>(n)), wzp(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = int8_t(uint8_t((i * 2654435761u) >> 24));
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = int8_t(uint8_t((i * 40503u + 7) >> 3));
+  for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = int32_t(i * 131) - 3000;
+  for (std::size_t i = 0; i < wzp.size(); ++i) wzp[i] = int32_t(i % 7) - 3;
+  Tensor x = Tensor::from_vector(xv, {m, k}), w = Tensor::from_vector(wv, {k, n});
+  Tensor b = Tensor::from_vector(bv, {n});
+  std::vector<float> mult(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < mult.size(); ++i) mult[i] = 1.0f / float(3000 + 53 * i);
+  auto run = [&](rlx::Backend be, DType out) {
+    rlx::set_default_backend(be);
+    const bool raw = out == DType::I32;
+    return q::q_matmul(x, w, b, -5, wzp, raw ? 0 : 3, raw ? std::vector<float>{1} : mult, out)
+        .to_vector<int64_t>();
+  };
+  rlx::Backend saved = rlx::default_backend();
+  for (DType out : {DType::I8, DType::U8, DType::I32}) {
+    CAPTURE(out);
+    std::vector<int64_t> interp = run(rlx::Backend::Interp, out), jit = run(rlx::Backend::Jit, out);
+    CHECK(interp == jit);
+  }
+  rlx::set_default_backend(saved);
+}
+
 TEST_CASE("the JIT plans q_matmul with an i8 w on its int8 GEMM where the CPU has AVX-512 VNNI") {
   std::ifstream cpu("/proc/cpuinfo");
   std::string text((std::istreambuf_iterator<char>(cpu)), std::istreambuf_iterator<char>());
