@@ -312,14 +312,55 @@ void GemmStep::run(void* const* bufs) const {
 
 namespace {
 
+/// What a call's small kernel reads for its one batch (run_small's arguments).
+template <class T> SmallArgs small_args(const GemmStep& s, void* const* bufs) {
+  SmallArgs a;
+  a.a = static_cast<const T*>(bufs[0]) + (s.a_off.empty() ? 0 : s.a_off[0]);
+  a.b = static_cast<const T*>(bufs[1]) + (s.b_off.empty() ? 0 : s.b_off[0]);
+  std::size_t i = 2;
+  a.bias = s.has_bias ? bufs[i++] : nullptr;
+  a.r = s.has_residual ? bufs[i++] : nullptr;
+  a.c = bufs[i];
+  return a;
+}
+
+/// A bound product of one batch that its small kernel computes whole (relu and bias inside, no
+/// epilogue kernel): the call is the kernel's, on arguments made once.
+class BoundSmall final : public BoundStep {
+public:
+  BoundSmall(SmallKernel fn, SmallArgs args) : fn_(fn), args_(args) {}
+  void run() override { fn_(&args_); }
+
+private:
+  SmallKernel fn_;
+  SmallArgs args_;
+};
+
 class PreparedGemm final : public PreparedStep {
 public:
   PreparedGemm(GemmStep gemm, const ir::LirStep& step) : gemm_(std::move(gemm)), step_(step) {}
   void run(RunState& s) const override {
     s.gather_reads(step_);
     s.args.push_back(s.result(step_.node));
-    gemm_.run(s.args.data());
+    run_on(s.args.data());
   }
+  /// A small product straight into its kernel (what sgemm would call, without its dispatch);
+  /// any other through the GEMM on the bound addresses.
+  std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
+    s.gather_reads(step_);
+    s.args.push_back(s.result(step_.node));
+    const bool f64 = gemm_.f64;
+    SmallKernel small = f64 ? gemm_.dcall.small : gemm_.call.small;
+    int64_t batches = f64 ? gemm_.dcall.batches : gemm_.call.batches;
+    int64_t m = f64 ? gemm_.dcall.m : gemm_.call.m, n = f64 ? gemm_.dcall.n : gemm_.call.n;
+    bool epilogue = (f64 ? gemm_.dcall.epilogue : gemm_.call.epilogue) != nullptr;
+    if (small && batches == 1 && m > 0 && n > 0 && !epilogue)
+      return std::make_unique<BoundSmall>(small, f64 ? small_args<double>(gemm_, s.args.data())
+                                                     : small_args<float>(gemm_, s.args.data()));
+    return std::make_unique<BoundArgs<PreparedGemm>>(*this, s.args);
+  }
+  /// bufs: the step's reads, then its output.
+  void run_on(void* const* bufs) const { gemm_.run(bufs); }
 
 private:
   GemmStep gemm_;
