@@ -310,21 +310,31 @@ public:
       const std::byte* from = ptr_[g.outputs[o].index];
       if (from != to.data() && !to.empty()) copies_.push_back({to.data(), from, to.size()});
     }
+    holds_nothing_ =
+        std::all_of(bound_.begin(), bound_.end(), [](const auto& b) { return b->holds_nothing(); });
   }
 
   void run() override {
-    rlx::detail::WorkScope work; // not to be abandoned: a safe point per step comes soon
-    for (std::size_t i = 0; i < bound_.size(); ++i) {
-      // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
-      if (interrupt_requested())
-        rlx::detail::check_interrupt(
-            rlx::detail::cat("graph @", exe_.lir_.mir.name, " before step ", i));
-      bound_[i]->run();
+    if (holds_nothing_) { // kernel calls on this thread only: a host may abandon them any time
+      run_steps();
+    } else {
+      rlx::detail::WorkScope work; // not to be abandoned: a safe point per step comes soon
+      run_steps();
     }
     for (const Copy& c : copies_) std::memcpy(c.to, c.from, c.bytes);
   }
 
 private:
+  void run_steps() {
+    for (std::size_t i = 0; i < bound_.size(); ++i) {
+      // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
+      if (i > 0 && interrupt_requested())
+        rlx::detail::check_interrupt(
+            rlx::detail::cat("graph @", exe_.lir_.mir.name, " before step ", i));
+      bound_[i]->run();
+    }
+  }
+
   struct Copy {
     std::byte* to;
     const std::byte* from;
@@ -341,6 +351,7 @@ private:
   std::unique_ptr<RunState> state_;
   std::vector<std::unique_ptr<BoundStep>> bound_;
   std::vector<Copy> copies_;
+  bool holds_nothing_ = false; ///< every bound step holds_nothing
 };
 
 std::unique_ptr<BoundCall> JitExecutable::bind_checked(std::span<const Buffer* const> leaves,

@@ -330,6 +330,7 @@ class BoundSmall final : public BoundStep {
 public:
   BoundSmall(SmallKernel fn, SmallArgs args) : fn_(fn), args_(args) {}
   void run() override { fn_(&args_); }
+  bool holds_nothing() const override { return true; }
 
 private:
   SmallKernel fn_;
@@ -338,33 +339,48 @@ private:
 
 class PreparedGemm final : public PreparedStep {
 public:
-  PreparedGemm(GemmStep gemm, const ir::LirStep& step) : gemm_(std::move(gemm)), step_(step) {}
+  PreparedGemm(GemmStep gemm, const ir::LirStep& step) : gemm_(std::move(gemm)), step_(step) {
+    // One batch that its small kernel computes whole (relu and bias inside, no epilogue
+    // kernel): what sgemm would do is that one call, so the step makes it without sgemm's
+    // dispatch (threads, ISA, the call's copy).
+    const bool f64 = gemm_.f64;
+    small_ = f64 ? gemm_.dcall.small : gemm_.call.small;
+    int64_t batches = f64 ? gemm_.dcall.batches : gemm_.call.batches;
+    int64_t m = f64 ? gemm_.dcall.m : gemm_.call.m, n = f64 ? gemm_.dcall.n : gemm_.call.n;
+    bool epilogue = (f64 ? gemm_.dcall.epilogue : gemm_.call.epilogue) != nullptr;
+    if (batches != 1 || m <= 0 || n <= 0 || epilogue) small_ = nullptr;
+  }
   void run(RunState& s) const override {
     s.gather_reads(step_);
     s.args.push_back(s.result(step_.node));
     run_on(s.args.data());
   }
-  /// A small product straight into its kernel (what sgemm would call, without its dispatch);
-  /// any other through the GEMM on the bound addresses.
+  /// A small product straight into its kernel on arguments made now; any other through the
+  /// GEMM on the bound addresses.
   std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
     s.gather_reads(step_);
     s.args.push_back(s.result(step_.node));
-    const bool f64 = gemm_.f64;
-    SmallKernel small = f64 ? gemm_.dcall.small : gemm_.call.small;
-    int64_t batches = f64 ? gemm_.dcall.batches : gemm_.call.batches;
-    int64_t m = f64 ? gemm_.dcall.m : gemm_.call.m, n = f64 ? gemm_.dcall.n : gemm_.call.n;
-    bool epilogue = (f64 ? gemm_.dcall.epilogue : gemm_.call.epilogue) != nullptr;
-    if (small && batches == 1 && m > 0 && n > 0 && !epilogue)
-      return std::make_unique<BoundSmall>(small, f64 ? small_args<double>(gemm_, s.args.data())
-                                                     : small_args<float>(gemm_, s.args.data()));
+    if (small_) return std::make_unique<BoundSmall>(small_, args_of(s.args.data()));
     return std::make_unique<BoundArgs<PreparedGemm>>(*this, s.args);
   }
   /// bufs: the step's reads, then its output.
-  void run_on(void* const* bufs) const { gemm_.run(bufs); }
+  void run_on(void* const* bufs) const {
+    if (small_) {
+      SmallArgs args = args_of(bufs);
+      small_(&args);
+    } else {
+      gemm_.run(bufs);
+    }
+  }
 
 private:
+  SmallArgs args_of(void* const* bufs) const {
+    return gemm_.f64 ? small_args<double>(gemm_, bufs) : small_args<float>(gemm_, bufs);
+  }
+
   GemmStep gemm_;
   const ir::LirStep& step_;
+  SmallKernel small_ = nullptr; ///< set when one call of it is the whole product
 };
 
 class GemmRule final : public JitRule {

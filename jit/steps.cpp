@@ -70,7 +70,8 @@ public:
   std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
     s.gather_reads(step_);
     for (ir::NodeId out : step_.writes) s.args.push_back(s.result(out));
-    return std::make_unique<BoundArgs<ElementwiseStep>>(*this, s.args);
+    // One chunk is one call of the kernel on this thread (run_on): nothing held.
+    return std::make_unique<BoundArgs<ElementwiseStep>>(*this, s.args, n_ <= kParallelGrain);
   }
   /// bufs: the reads' elements, then the writes'.
   void run_on(void* const* bufs) const {

@@ -417,3 +417,35 @@ TEST_CASE("a graph with dynamic dims needs a binding; each specialized executabl
     }
   });
 }
+
+TEST_CASE("a bound call of several steps stops at a safe point between them on an interrupt") {
+  test::on_both_backends([] {
+    ir::Graph g("steps");
+    ir::NodeId x = g.input("x", f32({16, 16}));
+    ir::NodeId s = g.softmax(x, -1, f32({16, 16}));
+    g.set_outputs({g.matmul(s, x, f32({16, 16}))});
+    Call c(g);
+    std::vector<Buffer> out = output_buffers(g);
+    auto call = c.exe->bind(c.leaf_ptrs(), pointers<Buffer>(out));
+    rlx::request_interrupt();
+    test::check_error([&] { call->run(); }, ErrorKind::Interrupted, "interrupted in");
+    rlx::clear_interrupt();
+    call->run();
+    CHECK(out[0] == c.exe->run(c.leaf_ptrs())[0]);
+  });
+}
+
+TEST_CASE("the JIT's bound call of one small product is one kernel call, with no safe point "
+          "to stop at") {
+  if (!rlx::backend_available(Backend::Jit)) return;
+  ir::Graph g = gemm_graph(16);
+  auto exe = rlx::compile(g, Backend::Jit);
+  Buffer a = test::random_buffer(f32({16, 16}), 1), b = test::random_buffer(f32({16, 16}), 2);
+  Buffer out = Buffer::uninitialized(f32({16, 16}));
+  auto call = exe->bind({&a, &b}, {&out});
+  rlx::request_interrupt();
+  call->run(); // completes: it has no step boundary to stop at
+  CHECK(rlx::interrupt_requested());
+  rlx::clear_interrupt();
+  CHECK(out == exe->run(std::vector<const Buffer*>{&a, &b})[0]);
+}

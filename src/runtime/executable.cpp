@@ -202,23 +202,26 @@ bool overlap(const Buffer& a, const Buffer& b) {
 /// output sharing bytes with a leaf or another output.
 void check_call(const ir::Graph& g, const char* what, std::span<const Buffer* const> leaves,
                 std::span<Buffer* const> outputs, const Loc& loc) {
-  std::vector<const ir::Node*> fed;
-  for (const ir::Node& n : g.nodes())
-    if (ir::has_trait(n.op.kind(), ir::kFed)) fed.push_back(&n);
-  auto leaf_name = [&](std::size_t k) {
-    const ir::Node& n = *fed[k];
+  // The leaves' nodes are found by walking the graph: nothing is allocated on this path, which
+  // run_into takes on every call.
+  std::size_t fed = 0;
+  for (const ir::Node& n : g.nodes()) fed += ir::has_trait(n.op.kind(), ir::kFed);
+  if (leaves.size() != fed)
+    fail(ErrorKind::Runtime, what, ": ", leaves.size(), " leaf buffers for graph @", g.name,
+         " with ", fed, " inputs and params", detail::at_loc(loc));
+  auto leaf_name = [](const ir::Node& n) {
     return detail::cat(n.op.name(), " \"", n.op.attrs<ir::LeafAttrs>().name, "\"");
   };
-  if (leaves.size() != fed.size())
-    fail(ErrorKind::Runtime, what, ": ", leaves.size(), " leaf buffers for graph @", g.name,
-         " with ", fed.size(), " inputs and params", detail::at_loc(loc));
-  for (std::size_t k = 0; k < fed.size(); ++k) {
-    if (leaves[k] == nullptr)
-      fail(ErrorKind::Runtime, what, ": missing ", leaf_name(k), " (", ir::short_str(fed[k]->shape),
+  std::size_t k = 0;
+  for (const ir::Node& n : g.nodes()) {
+    if (!ir::has_trait(n.op.kind(), ir::kFed)) continue;
+    const Buffer* leaf = leaves[k++];
+    if (leaf == nullptr)
+      fail(ErrorKind::Runtime, what, ": missing ", leaf_name(n), " (", ir::short_str(n.shape),
            ") of graph @", g.name, detail::at_loc(loc));
-    if (leaves[k]->shape() != fed[k]->shape)
-      fail(ErrorKind::Runtime, what, ": ", leaf_name(k), " is ", ir::short_str(leaves[k]->shape()),
-           " but graph @", g.name, " expects ", ir::short_str(fed[k]->shape), detail::at_loc(loc));
+    if (leaf->shape() != n.shape)
+      fail(ErrorKind::Runtime, what, ": ", leaf_name(n), " is ", ir::short_str(leaf->shape()),
+           " but graph @", g.name, " expects ", ir::short_str(n.shape), detail::at_loc(loc));
   }
   if (outputs.size() != g.outputs.size())
     fail(ErrorKind::Runtime, what, ": ", outputs.size(), " output buffers for graph @", g.name,
@@ -231,10 +234,11 @@ void check_call(const ir::Graph& g, const char* what, std::span<const Buffer* co
     if (outputs[o]->shape() != want)
       fail(ErrorKind::Runtime, what, ": output ", o, " is ", ir::short_str(outputs[o]->shape()),
            " but graph @", g.name, " makes ", ir::short_str(want), detail::at_loc(loc));
-    for (std::size_t k = 0; k < fed.size(); ++k)
-      if (overlap(*outputs[o], *leaves[k]))
+    std::size_t leaf = 0;
+    for (const ir::Node& n : g.nodes())
+      if (ir::has_trait(n.op.kind(), ir::kFed) && overlap(*outputs[o], *leaves[leaf++]))
         fail(ErrorKind::Runtime, what, ": output ", o, " (", ir::short_str(want),
-             ") shares memory with ", leaf_name(k), " of graph @", g.name,
+             ") shares memory with ", leaf_name(n), " of graph @", g.name,
              "; an output must not overlap a leaf or another output", detail::at_loc(loc));
     for (std::size_t p = 0; p < o; ++p)
       if (overlap(*outputs[o], *outputs[p]))
