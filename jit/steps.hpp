@@ -57,8 +57,9 @@ public:
   virtual ~BoundStep() = default;
   virtual void run() = 0;
   /// Whether a call of it is one kernel call on this thread: no lock, no allocation, no wait
-  /// for the pool, so a host may abandon it at any time (a bound call of such steps only needs
-  /// no detail::WorkScope, whose thread-local counter costs a small product 5% of its time).
+  /// for the pool, so a host may abandon it at any time. A bound call of such steps only takes
+  /// no detail::WorkScope (with the safe point before its first step, 8 ns of a 16^3 product's
+  /// 80: the scope's thread-local counter lives in the shared librlx).
   virtual bool holds_nothing() const { return false; }
 };
 
