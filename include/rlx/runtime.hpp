@@ -47,7 +47,8 @@ public:
   /// a dispatched kernel: libxsmm's function pointer, XLA's executable on pre-allocated
   /// buffers). The caller keeps every bound Buffer alive and in place while the call is used
   /// (no assigning to it, moving from it or destroying it); writing their elements between
-  /// runs is what the call is for. The bound call keeps the executable alive.
+  /// runs is what the call is for. The bound call keeps the executable alive (as compile and
+  /// specialize return it: in a shared_ptr).
   std::unique_ptr<BoundCall> bind(std::span<const Buffer* const> leaves,
                                   std::span<Buffer* const> outputs, Loc loc = Loc::current()) const;
   std::unique_ptr<BoundCall> bind(std::initializer_list<const Buffer*> leaves,
