@@ -303,8 +303,10 @@ public:
     state_ = std::make_unique<RunState>(
         RunState{lir, arena_.data(), ptr_, values_, owned_, args_, out_at_.data(), nullptr});
     for (std::size_t i = 0; i < exe.steps_.size(); ++i)
-      if (std::unique_ptr<BoundStep> b = exe.steps_[i]->bind(*state_, lir.steps[i]))
+      if (std::unique_ptr<BoundStep> b = exe.steps_[i]->bind(*state_, lir.steps[i])) {
         bound_.push_back(std::move(b));
+        step_of_.push_back(i);
+      }
     for (std::size_t o = 0; o < g.outputs.size(); ++o) {
       std::span<std::byte> to = outputs[o]->bytes();
       const std::byte* from = ptr_[g.outputs[o].index];
@@ -330,7 +332,7 @@ private:
       // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
       if (i > 0 && interrupt_requested())
         rlx::detail::check_interrupt(
-            rlx::detail::cat("graph @", exe_.lir_.mir.name, " before step ", i));
+            rlx::detail::cat("graph @", exe_.lir_.mir.name, " before step ", step_of_[i]));
       bound_[i]->run();
     }
   }
@@ -350,6 +352,7 @@ private:
   std::vector<Buffer> mine_; ///< values of their own the caller does not receive
   std::unique_ptr<RunState> state_;
   std::vector<std::unique_ptr<BoundStep>> bound_;
+  std::vector<std::size_t> step_of_; ///< per bound step: its step of the plan
   std::vector<Copy> copies_;
   bool holds_nothing_ = false; ///< every bound step holds_nothing
 };
