@@ -134,6 +134,66 @@ TEST_CASE("run_into and a bound call compute a 16, 32 and 64 square product as r
   });
 }
 
+TEST_CASE("products with a bias and relu, a residual, batches and f64 run into buffers as run "
+          "computes them") {
+  test::on_both_backends([] {
+    {
+      ir::Graph g("bias_relu");
+      ir::NodeId x = g.input("x", f32({12, 20}));
+      ir::NodeId w = g.param("w", f32({20, 24}));
+      ir::NodeId b = g.param("b", f32({24}));
+      g.set_outputs({g.fused_matmul_bias_act(x, w, b, ir::Activation::Relu, f32({12, 24}))});
+      check_like_run(g);
+    }
+    {
+      ir::Graph g("bias_tanh"); // the activation as an epilogue kernel, not in the small kernel
+      ir::NodeId x = g.input("x", f32({12, 20}));
+      ir::NodeId w = g.param("w", f32({20, 24}));
+      ir::NodeId b = g.param("b", f32({24}));
+      g.set_outputs({g.fused_matmul_bias_act(x, w, b, ir::Activation::Tanh, f32({12, 24}))});
+      check_like_run(g);
+    }
+    {
+      ir::Graph g("residual"); // add(x @ w, r): the residual added in the product's store
+      ir::NodeId x = g.input("x", f32({16, 16}));
+      ir::NodeId w = g.param("w", f32({16, 16}));
+      ir::NodeId r = g.input("r", f32({16, 16}));
+      g.set_outputs({g.add(g.matmul(x, w, f32({16, 16})), r)});
+      check_like_run(g);
+    }
+    {
+      ir::Graph g("batched"); // three batches of their own B: one small kernel call per batch
+      ir::NodeId x = g.input("x", f32({3, 8, 8}));
+      ir::NodeId w = g.input("w", f32({3, 8, 8}));
+      g.set_outputs({g.matmul(x, w, f32({3, 8, 8}))});
+      check_like_run(g);
+    }
+    {
+      ir::Graph g("f64");
+      ir::Shape s({16, 16}, ir::DType::F64);
+      ir::NodeId a = g.input("a", s);
+      ir::NodeId b = g.input("b", s);
+      g.set_outputs({g.matmul(a, b, s)});
+      check_like_run(g);
+      Call c(g);
+      Buffer out = Buffer::uninitialized(s);
+      std::vector<Buffer*> outs = {&out};
+      c.exe->bind(c.leaf_ptrs(), outs)->run();
+      check_matmul(c.leaves[0], c.leaves[1], out, 16);
+    }
+  });
+}
+
+TEST_CASE("outputs of no elements run into empty buffers") {
+  test::on_both_backends([] {
+    ir::Graph g("empty");
+    ir::NodeId x = g.input("x", f32({0, 3}));
+    ir::NodeId y = g.input("y", f32({4}));
+    g.set_outputs({g.tanh(x), g.neg(y)});
+    check_like_run(g);
+  });
+}
+
 TEST_CASE("run_into and a bound call compute an element-wise graph as run and std::tanh do") {
   test::on_both_backends([] {
     for (int64_t n : {1, 37, 100000}) { // one chunk, and a kernel split over the pool
