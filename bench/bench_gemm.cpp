@@ -1,13 +1,17 @@
 // bench/bench_gemm.cpp -- f32 C = A B, row-major, at square sizes 16..2048 and the BERT layer's
 // projection shapes (60x384 @ 384x1152, 60x384 @ 384x1536), on 1 and 2 threads. Peers: rlx (a
 // matmul graph compiled once with rlx::compile(g, Backend::Jit), timed through Executable::run:
-// the JIT's Gemm step, asmjit micro-kernels, and the output's allocation from rlx's pool; and
-// "rlx GEMM call": the GEMM itself (jit/gemm.hpp) on a call prepared as the Gemm step prepares
-// it, with the small kernel when the product is small, into a preallocated C as the peers),
+// the JIT's Gemm step, asmjit micro-kernels, and the output's allocation from rlx's pool); at
+// sizes up to 64 the same executable into a C the caller allocated once, through
+// Executable::run_into (checked on every call) and through a bound call (Executable::bind,
+// checked once: BoundCall::run); "rlx GEMM call": the GEMM itself (jit/gemm.hpp) on a call
+// prepared as the Gemm step prepares it, with the small kernel when the product is small, into
+// a preallocated C as the peers),
 // OpenBLAS cblas_sgemm (threads set with openblas_set_num_threads), Eigen 3.4 (built without
 // OpenMP: one thread) and libxsmm's JIT kernels (sizes up to 64, one thread, row-major through
 // C^T = B^T A^T). Every peer's result is compared with rlx's before it is timed; a mismatch fails
-// the run (exit 1).
+// the run (exit 1). The peers of one shape and thread count are timed in turns, one sample of
+// each per round, so a change of the machine's load falls on all of them alike.
 #include "bench_util.hpp"
 
 #include "../jit/gemm.hpp"
@@ -20,9 +24,11 @@
 #include <cblas.h>
 #include <libxsmm.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +59,43 @@ struct Peer {
   int max_threads; ///< threads it can use (1: timed on one thread only)
 };
 
+/// Times each of `fns` as bench::measure does (a warm-up, batches of calls lasting at least
+/// budget.min_sample_s), taking their samples in turns: one of each per round, rounds until every
+/// one has min_samples and the rounds took budget.seconds per function (or max_samples).
+std::vector<bench::Stats> measure_in_turns(const std::vector<std::function<void()>>& fns,
+                                           const bench::Budget& budget) {
+  std::vector<int64_t> batch(fns.size(), 1);
+  int min_samples = budget.min_samples;
+  for (std::size_t f = 0; f < fns.size(); ++f) {
+    auto t0 = bench::Clock::now();
+    fns[f]();
+    double first = bench::seconds_since(t0);
+    if (first > budget.seconds / 2) min_samples = std::min(3, min_samples);
+    if (first < budget.min_sample_s) {
+      int64_t b = std::max<int64_t>(1, int64_t(budget.min_sample_s / std::max(first, 1e-9)));
+      t0 = bench::Clock::now();
+      for (int64_t i = 0; i < b; ++i) fns[f]();
+      double per_call = bench::seconds_since(t0) / double(b);
+      batch[f] = std::max<int64_t>(1, int64_t(std::ceil(budget.min_sample_s / per_call)));
+    }
+  }
+  std::vector<std::vector<double>> samples(fns.size());
+  auto start = bench::Clock::now();
+  for (int round = 0; round < budget.max_samples; ++round) {
+    if (round >= min_samples && bench::seconds_since(start) > budget.seconds * double(fns.size()))
+      break;
+    for (std::size_t f = 0; f < fns.size(); ++f) {
+      auto t0 = bench::Clock::now();
+      for (int64_t i = 0; i < batch[f]; ++i) fns[f]();
+      samples[f].push_back(bench::seconds_since(t0) / double(batch[f]));
+    }
+  }
+  std::vector<bench::Stats> stats;
+  for (std::size_t f = 0; f < fns.size(); ++f)
+    stats.push_back(bench::summarize(std::move(samples[f]), batch[f]));
+  return stats;
+}
+
 bool close(const std::vector<float>& want, const float* got, int64_t k) {
   for (std::size_t i = 0; i < want.size(); ++i)
     if (!(std::fabs(want[i] - got[i]) <= 1e-5 * double(k) + 1e-5 * std::fabs(want[i])))
@@ -76,6 +119,10 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
 
   std::vector<float> c_blas(want.size()), c_eigen(want.size()), c_xsmm(want.size()),
       c_call(want.size());
+  rlx::Buffer c_into = rlx::Buffer::uninitialized(rlx::ir::Shape({s.m, s.n}, DType::F32));
+  rlx::Buffer c_bound = rlx::Buffer::uninitialized(rlx::ir::Shape({s.m, s.n}, DType::F32));
+  std::vector<rlx::Buffer*> into = {&c_into}, bound_out = {&c_bound};
+  std::unique_ptr<rlx::BoundCall> bound = exe->bind(leaves, bound_out);
   rlx::jit::GemmCall call;
   call.m = s.m;
   call.n = s.n;
@@ -89,6 +136,13 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
   Eigen::Map<RowMajor> ec(c_eigen.data(), s.m, s.n);
   std::vector<Peer> peers;
   peers.push_back({"rlx", [&] { bench::clobber(exe->run(leaves)[0].bytes().data()); }, nullptr, 2});
+  const bool small = s.m <= 64 && s.n <= 64 && s.k <= 64;
+  if (small) {
+    peers.push_back({"rlx run_into", [&] { exe->run_into(leaves, into); },
+                     reinterpret_cast<const float*>(c_into.bytes().data()), 2});
+    peers.push_back({"rlx bound call", [&] { bound->run(); },
+                     reinterpret_cast<const float*>(c_bound.bytes().data()), 2});
+  }
   peers.push_back({"rlx GEMM call", [&] { rlx::jit::sgemm(call); }, c_call.data(), 2});
   peers.push_back({"OpenBLAS cblas_sgemm",
                    [&] {
@@ -98,7 +152,7 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
                    },
                    c_blas.data(), 2});
   peers.push_back({"Eigen 3.4", [&] { ec.noalias() = ea * eb; }, c_eigen.data(), 1});
-  if (s.m <= 64 && s.n <= 64 && s.k <= 64) {
+  if (small) {
     // Column-major C^T (n x m) = B^T (n x k) A^T (k x m): B row-major is B^T column-major.
     float alpha = 1, beta = 0;
     libxsmm_blasint m = libxsmm_blasint(s.n), n = libxsmm_blasint(s.m), k = libxsmm_blasint(s.k);
@@ -115,6 +169,8 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
   for (int threads : args.threads) {
     rlx::set_num_threads(threads);
     openblas_set_num_threads(threads);
+    std::vector<const Peer*> timed;
+    std::vector<std::function<void()>> calls;
     for (const Peer& p : peers) {
       if (threads > p.max_threads) continue;
       p.call();
@@ -124,11 +180,16 @@ bool run_shape(const char* table, Shape3 s, int64_t size_key, const bench::Args&
         ok = false;
         continue;
       }
-      bench::Stats st = bench::measure(p.call, budget);
-      bench::emit_time({table, p.name, threads, size_key, p.name == "rlx"}, st);
+      timed.push_back(&p);
+      calls.push_back(p.call);
+    }
+    std::vector<bench::Stats> stats = measure_in_turns(calls, budget);
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      const Peer& p = *timed[i];
+      bench::emit_time({table, p.name, threads, size_key, p.name == "rlx"}, stats[i]);
       bench::emit_rate({kRateTable, p.name + (table == std::string(kTable) ? "" : " (BERT)"),
                         threads, size_key, false, "GFLOP/s"},
-                       st, gflop);
+                       stats[i], gflop);
     }
   }
   return ok;
@@ -183,6 +244,9 @@ int main(int argc, char** argv) {
   bench::emit_note(kTable, "Eigen 3.4 and libxsmm 1.17 on one thread only (Eigen is built "
                            "without OpenMP; libxsmm's small kernels are single calls), "
                            "libxsmm at sizes up to 64");
+  bench::emit_note(kTable, "rlx run_into / rlx bound call (sizes up to 64): the rlx executable "
+                           "into a C allocated once, checked on every call (run_into) or once "
+                           "(bind; a call is BoundCall::run)");
   bench::emit_note(kBertTable, "60x384 @ 384xN (size = N): the BERT layer's QKV (N = 1152) and "
                                "FFN (N = 1536) projections at [4,15,384]");
   bool ok = true;

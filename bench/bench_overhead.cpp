@@ -2,7 +2,8 @@
 // of a fresh 20-node element-wise graph (16 ops fused into one kernel, 4 scalar constants; one
 // constant changes every iteration so the process cache always misses), and the first call of
 // a fresh rlx::jit function (trace + compile + run). (2) Cached call: a jitted a+b on 1 and 4
-// f32 elements, per call, next to Executable::run of the same graph and a plain C++ loop.
+// f32 elements, per call, next to Executable::run of the same graph, its run_into and its bound
+// call (Executable::bind; both into a buffer allocated once) and a plain C++ loop.
 // (3) Respecialization: the README's dynamic-batch functions called at a new size of their
 // dynamic dim, per call: through rlx::jit, and the two ways an executable for the new size is
 // made (compile(graph.bind(size)) as every size was compiled before SymbolicExecutable, and
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -380,6 +382,25 @@ int main(int argc, char** argv) {
         },
         budget);
     bench::emit_time({kCall, "Executable::run, a+b", 1, n}, s);
+
+    // Into a buffer allocated once: checked on every call, then checked once (a bound call).
+    rlx::Buffer c = rlx::Buffer::uninitialized(Shape({n}, DType::F32));
+    rlx::Buffer* outs[] = {&c};
+    s = bench::measure(
+        [&] {
+          exe->run_into(leaves, outs);
+          bench::clobber(c.bytes().data());
+        },
+        budget);
+    bench::emit_time({kCall, "Executable::run_into, a+b", 1, n}, s);
+    std::unique_ptr<rlx::BoundCall> call = exe->bind(leaves, outs);
+    s = bench::measure(
+        [&] {
+          call->run();
+          bench::clobber(c.bytes().data());
+        },
+        budget);
+    bench::emit_time({kCall, "bound call (Executable::bind), a+b", 1, n}, s);
 
     s = bench::measure(
         [&] {

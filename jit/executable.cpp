@@ -28,6 +28,8 @@ struct CallScratch {
   std::vector<const Buffer*> values; ///< per node: its buffer
   std::vector<std::byte*> ptr;       ///< per node: its elements
   std::vector<void*> args;           ///< a step's argument pointers
+  std::vector<std::byte*> out_at;    ///< per node: run_into's output bytes, else null
+  std::vector<Buffer*> out_values;   ///< per node: run_into's output Buffer, else null
   Storage arena;                     ///< Memory::arena_size bytes, warm from the last call
 };
 
@@ -66,6 +68,8 @@ public:
     for (std::size_t o = 0; o < mir.outputs.size(); ++o)
       last_out_.push_back(std::find(mir.outputs.begin() + std::ptrdiff_t(o) + 1, mir.outputs.end(),
                                     mir.outputs[o]) == mir.outputs.end());
+    for (const ir::LirStep& st : lir_.steps)
+      if (st.rule == lir_.policy->runtime) has_runtime_steps_ = true;
   }
 
   ~JitExecutable() override { delete spare_.load(std::memory_order_acquire); }
@@ -82,43 +86,8 @@ public:
       (void)interp::feed_leaves(g, leaves); // throws
       throw InternalError("jit: leaves the interpreter accepts were refused");
     }
-    std::unique_ptr<CallScratch> scratch = take_scratch();
-    CallScratch& f = *scratch;
-    // Leaves and constants in place; every other entry is written by its step before it is
-    // read. Nothing in the arena is zeroed (every step writes all of its result).
-    std::copy(initial_values_.begin(), initial_values_.end(), f.values.begin());
-    std::copy(initial_ptr_.begin(), initial_ptr_.end(), f.ptr.begin());
-    for (std::size_t k = 0; k < fed_.size(); ++k) {
-      f.values[fed_[k]] = leaves[k];
-      f.ptr[fed_[k]] = const_cast<std::byte*>(leaves[k]->bytes().data());
-    }
-    RunState state{lir_, f.arena.data(), f.ptr, f.values, f.owned, f.args};
-    // Values of their own (outputs, the interpreter's operands and results) are buffers of the
-    // memory pool, freed after their last reader so the next step reuses them while in cache.
-    for (std::size_t i = 0; i < steps_.size(); ++i) {
-      // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
-      if (interrupt_requested())
-        rlx::detail::check_interrupt(rlx::detail::cat("graph @", g.name, " before step ", i));
-      steps_[i]->run(state);
-      for (ir::NodeId id : lir_.memory.releases[i]) {
-        f.owned[id.index] = Buffer();
-        f.values[id.index] = nullptr;
-      }
-    }
-    // Results computed here move out (the last time an output appears); the others copy.
-    // Outputs never live in the arena (plan_options), so nothing returned aliases it.
     std::vector<Buffer> outs;
-    outs.reserve(g.outputs.size());
-    for (std::size_t o = 0; o < g.outputs.size(); ++o) {
-      uint32_t i = g.outputs[o].index;
-      if (last_out_[o] && f.values[i] == &f.owned[i])
-        outs.push_back(std::move(f.owned[i]));
-      else
-        outs.push_back(*f.values[i]);
-    }
-    for (uint32_t i : own_) // normally moved out or released already
-      if (f.owned[i].bytes().data() || f.owned[i].shape().rank()) f.owned[i] = Buffer();
-    give_back(std::move(scratch));
+    execute(leaves, {}, &outs);
     return outs;
   }
 
@@ -131,8 +100,89 @@ public:
     return "# " + name_ + ": the plan of graph @" + lir_.mir.name + "\n" + lir_.to_string(names_);
   }
 
+protected:
+  void run_into_checked(std::span<const Buffer* const> leaves,
+                        std::span<Buffer* const> outputs) const override {
+    rlx::detail::WorkScope work;
+    execute(leaves, outputs, nullptr);
+  }
+  std::unique_ptr<BoundCall> bind_checked(std::span<const Buffer* const> leaves,
+                                          std::span<Buffer* const> outputs) const override;
+
 private:
   friend class Frame;
+  friend class Bound;
+
+  /// One call on checked leaves: the results moved into `outs`, or (outs null) written into
+  /// `outputs`, computed there in place where a step writes an output.
+  void execute(std::span<const Buffer* const> leaves, std::span<Buffer* const> outputs,
+               std::vector<Buffer>* outs) const {
+    const ir::Graph& g = lir_.mir;
+    std::unique_ptr<CallScratch> scratch = take_scratch();
+    CallScratch& f = *scratch;
+    // Leaves and constants in place; every other entry is written by its step before it is
+    // read. Nothing in the arena is zeroed (every step writes all of its result).
+    std::copy(initial_values_.begin(), initial_values_.end(), f.values.begin());
+    std::copy(initial_ptr_.begin(), initial_ptr_.end(), f.ptr.begin());
+    for (std::size_t k = 0; k < fed_.size(); ++k) {
+      f.values[fed_[k]] = leaves[k];
+      f.ptr[fed_[k]] = const_cast<std::byte*>(leaves[k]->bytes().data());
+    }
+    const bool into = outs == nullptr;
+    if (into) // an output given twice is computed into its first buffer, copied to the other
+      for (std::size_t o = 0; o < g.outputs.size(); ++o)
+        if (uint32_t i = g.outputs[o].index; !f.out_at[i]) {
+          f.out_at[i] = outputs[o]->bytes().data();
+          f.out_values[i] = outputs[o];
+        }
+    RunState state{lir_,
+                   f.arena.data(),
+                   f.ptr,
+                   f.values,
+                   f.owned,
+                   f.args,
+                   into ? f.out_at.data() : nullptr,
+                   into ? f.out_values.data() : nullptr};
+    // Values of their own (outputs, the interpreter's operands and results) are buffers of the
+    // memory pool, freed after their last reader so the next step reuses them while in cache.
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+      // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
+      if (interrupt_requested())
+        rlx::detail::check_interrupt(rlx::detail::cat("graph @", g.name, " before step ", i));
+      steps_[i]->run(state);
+      for (ir::NodeId id : lir_.memory.releases[i]) {
+        f.owned[id.index] = Buffer();
+        f.values[id.index] = nullptr;
+      }
+    }
+    if (into) {
+      // Outputs not computed in place (a leaf, a constant, an interpreter step's result, one
+      // given twice) are copied.
+      for (std::size_t o = 0; o < g.outputs.size(); ++o) {
+        uint32_t i = g.outputs[o].index;
+        std::span<std::byte> to = outputs[o]->bytes();
+        if (f.ptr[i] != to.data() && !to.empty()) std::memcpy(to.data(), f.ptr[i], to.size());
+      }
+      for (ir::NodeId o : g.outputs) {
+        f.out_at[o.index] = nullptr;
+        f.out_values[o.index] = nullptr;
+      }
+    } else {
+      // Results computed here move out (the last time an output appears); the others copy.
+      // Outputs never live in the arena (plan_options), so nothing returned aliases it.
+      outs->reserve(g.outputs.size());
+      for (std::size_t o = 0; o < g.outputs.size(); ++o) {
+        uint32_t i = g.outputs[o].index;
+        if (last_out_[o] && f.values[i] == &f.owned[i])
+          outs->push_back(std::move(f.owned[i]));
+        else
+          outs->push_back(*f.values[i]);
+      }
+    }
+    for (uint32_t i : own_) // normally moved out or released already
+      if (f.owned[i].bytes().data() || f.owned[i].shape().rank()) f.owned[i] = Buffer();
+    give_back(std::move(scratch));
+  }
 
   /// The spare scratch (lock-free: one exchange), or a new one when another call has it.
   std::unique_ptr<CallScratch> take_scratch() const {
@@ -143,6 +193,8 @@ private:
     f->owned.resize(n);
     f->values.resize(n);
     f->ptr.resize(n);
+    f->out_at.resize(n);
+    f->out_values.resize(n);
     if (lir_.memory.arena_size) f->arena = Storage(lir_.memory.arena_size, false);
     return f;
   }
@@ -165,6 +217,7 @@ private:
   std::vector<uint32_t> fed_;                 ///< the leaves' nodes, in graph order
   std::vector<uint32_t> own_;                 ///< nodes a call may hold a Buffer of its own for
   std::vector<bool> last_out_;                ///< per output: its last appearance in outputs
+  bool has_runtime_steps_ = false;            ///< steps on the interpreter's kernels (Buffers)
   mutable std::atomic<CallScratch*> spare_{nullptr};
 };
 
@@ -219,6 +272,97 @@ private:
   std::vector<std::size_t> out_bytes_;
   Storage arena_;
 };
+
+/// A bound call of a plan without interpreter steps: every value has one address for all its
+/// calls (the caller's leaves and outputs, the call's own arena, a buffer made now for each
+/// other value of its own), so each step's arguments are worked out once, here, and a call runs
+/// the bound steps in order and copies the outputs not computed in place.
+class Bound final : public BoundCall {
+public:
+  Bound(const JitExecutable& exe, std::span<const Buffer* const> leaves,
+        std::span<Buffer* const> outputs)
+      : BoundCall(exe.weak_from_this().lock()), exe_(exe), ptr_(exe.initial_ptr_),
+        values_(exe.initial_values_), owned_(exe.lir_.mir.len()),
+        out_at_(exe.lir_.mir.len(), nullptr) {
+    const ir::LirModule& lir = exe.lir_;
+    const ir::Graph& g = lir.mir;
+    if (lir.memory.arena_size) arena_ = Storage(lir.memory.arena_size, false);
+    for (std::size_t k = 0; k < exe.fed_.size(); ++k) {
+      values_[exe.fed_[k]] = leaves[k];
+      ptr_[exe.fed_[k]] = const_cast<std::byte*>(leaves[k]->bytes().data());
+    }
+    for (std::size_t o = 0; o < g.outputs.size(); ++o)
+      if (uint32_t i = g.outputs[o].index; !out_at_[i]) out_at_[i] = outputs[o]->bytes().data();
+    // Values of their own that the caller does not receive: one buffer each for all calls.
+    mine_.reserve(exe.own_.size());
+    for (uint32_t i : exe.own_)
+      if (!out_at_[i]) {
+        mine_.push_back(Buffer::uninitialized(g.nodes()[i].shape));
+        out_at_[i] = mine_.back().bytes().data();
+      }
+    state_ = std::make_unique<RunState>(
+        RunState{lir, arena_.data(), ptr_, values_, owned_, args_, out_at_.data(), nullptr});
+    for (std::size_t i = 0; i < exe.steps_.size(); ++i)
+      if (std::unique_ptr<BoundStep> b = exe.steps_[i]->bind(*state_, lir.steps[i])) {
+        bound_.push_back(std::move(b));
+        step_of_.push_back(i);
+      }
+    for (std::size_t o = 0; o < g.outputs.size(); ++o) {
+      std::span<std::byte> to = outputs[o]->bytes();
+      const std::byte* from = ptr_[g.outputs[o].index];
+      if (from != to.data() && !to.empty()) copies_.push_back({to.data(), from, to.size()});
+    }
+    holds_nothing_ =
+        std::all_of(bound_.begin(), bound_.end(), [](const auto& b) { return b->holds_nothing(); });
+  }
+
+  void run() override {
+    if (holds_nothing_) { // kernel calls on this thread only: a host may abandon them any time
+      run_steps();
+    } else {
+      rlx::detail::WorkScope work; // not to be abandoned: a safe point per step comes soon
+      run_steps();
+    }
+    for (const Copy& c : copies_) std::memcpy(c.to, c.from, c.bytes);
+  }
+
+private:
+  void run_steps() {
+    for (std::size_t i = 0; i < bound_.size(); ++i) {
+      // A safe point for a host's interrupt (rlx::request_interrupt): between the steps.
+      if (i > 0 && interrupt_requested())
+        rlx::detail::check_interrupt(
+            rlx::detail::cat("graph @", exe_.lir_.mir.name, " before step ", step_of_[i]));
+      bound_[i]->run();
+    }
+  }
+
+  struct Copy {
+    std::byte* to;
+    const std::byte* from;
+    std::size_t bytes;
+  };
+  const JitExecutable& exe_;
+  Storage arena_;
+  std::vector<std::byte*> ptr_;
+  std::vector<const Buffer*> values_;
+  std::vector<Buffer> owned_;
+  std::vector<void*> args_;
+  std::vector<std::byte*> out_at_;
+  std::vector<Buffer> mine_; ///< values of their own the caller does not receive
+  std::unique_ptr<RunState> state_;
+  std::vector<std::unique_ptr<BoundStep>> bound_;
+  std::vector<std::size_t> step_of_; ///< per bound step: its step of the plan
+  std::vector<Copy> copies_;
+  bool holds_nothing_ = false; ///< every bound step holds_nothing
+};
+
+std::unique_ptr<BoundCall> JitExecutable::bind_checked(std::span<const Buffer* const> leaves,
+                                                       std::span<Buffer* const> outputs) const {
+  // Interpreter steps make new Buffers on every call: those plans run as run_into does.
+  if (has_runtime_steps_) return Executable::bind_checked(leaves, outputs);
+  return std::make_unique<Bound>(*this, leaves, outputs);
+}
 
 std::unique_ptr<RawEntry> JitExecutable::raw() const {
   for (const ir::LirStep& st : lir_.steps)

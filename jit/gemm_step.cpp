@@ -312,18 +312,75 @@ void GemmStep::run(void* const* bufs) const {
 
 namespace {
 
+/// What a call's small kernel reads for its one batch (run_small's arguments).
+template <class T> SmallArgs small_args(const GemmStep& s, void* const* bufs) {
+  SmallArgs a;
+  a.a = static_cast<const T*>(bufs[0]) + (s.a_off.empty() ? 0 : s.a_off[0]);
+  a.b = static_cast<const T*>(bufs[1]) + (s.b_off.empty() ? 0 : s.b_off[0]);
+  std::size_t i = 2;
+  a.bias = s.has_bias ? bufs[i++] : nullptr;
+  a.r = s.has_residual ? bufs[i++] : nullptr;
+  a.c = bufs[i];
+  return a;
+}
+
+/// A bound product of one batch that its small kernel computes whole (relu and bias inside, no
+/// epilogue kernel): the call is the kernel's, on arguments made once.
+class BoundSmall final : public BoundStep {
+public:
+  BoundSmall(SmallKernel fn, SmallArgs args) : fn_(fn), args_(args) {}
+  void run() override { fn_(&args_); }
+  bool holds_nothing() const override { return true; }
+
+private:
+  SmallKernel fn_;
+  SmallArgs args_;
+};
+
 class PreparedGemm final : public PreparedStep {
 public:
-  PreparedGemm(GemmStep gemm, const ir::LirStep& step) : gemm_(std::move(gemm)), step_(step) {}
+  PreparedGemm(GemmStep gemm, const ir::LirStep& step) : gemm_(std::move(gemm)), step_(step) {
+    // One batch that its small kernel computes whole (relu and bias inside, no epilogue
+    // kernel): what sgemm would do is that one call, so the step makes it without sgemm's
+    // dispatch (threads, ISA, the call's copy).
+    const bool f64 = gemm_.f64;
+    small_ = f64 ? gemm_.dcall.small : gemm_.call.small;
+    int64_t batches = f64 ? gemm_.dcall.batches : gemm_.call.batches;
+    int64_t m = f64 ? gemm_.dcall.m : gemm_.call.m, n = f64 ? gemm_.dcall.n : gemm_.call.n;
+    bool epilogue = (f64 ? gemm_.dcall.epilogue : gemm_.call.epilogue) != nullptr;
+    if (batches != 1 || m <= 0 || n <= 0 || epilogue) small_ = nullptr;
+  }
   void run(RunState& s) const override {
     s.gather_reads(step_);
     s.args.push_back(s.result(step_.node));
-    gemm_.run(s.args.data());
+    run_on(s.args.data());
+  }
+  /// A small product straight into its kernel on arguments made now; any other through the
+  /// GEMM on the bound addresses.
+  std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
+    s.gather_reads(step_);
+    s.args.push_back(s.result(step_.node));
+    if (small_) return std::make_unique<BoundSmall>(small_, args_of(s.args.data()));
+    return std::make_unique<BoundArgs<PreparedGemm>>(*this, s.args);
+  }
+  /// bufs: the step's reads, then its output.
+  void run_on(void* const* bufs) const {
+    if (small_) {
+      SmallArgs args = args_of(bufs);
+      small_(&args);
+    } else {
+      gemm_.run(bufs);
+    }
   }
 
 private:
+  SmallArgs args_of(void* const* bufs) const {
+    return gemm_.f64 ? small_args<double>(gemm_, bufs) : small_args<float>(gemm_, bufs);
+  }
+
   GemmStep gemm_;
   const ir::LirStep& step_;
+  SmallKernel small_ = nullptr; ///< set when one call of it is the whole product
 };
 
 class GemmRule final : public JitRule {

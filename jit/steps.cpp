@@ -65,8 +65,17 @@ public:
   void run(RunState& s) const override {
     s.gather_reads(step_);
     for (ir::NodeId out : step_.writes) s.args.push_back(s.result(out));
+    run_on(s.args.data());
+  }
+  std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
+    s.gather_reads(step_);
+    for (ir::NodeId out : step_.writes) s.args.push_back(s.result(out));
+    // One chunk is one call of the kernel on this thread (run_on): nothing held.
+    return std::make_unique<BoundArgs<ElementwiseStep>>(*this, s.args, n_ <= kParallelGrain);
+  }
+  /// bufs: the reads' elements, then the writes'.
+  void run_on(void* const* bufs) const {
     KernelFn fn = fn_.load(std::memory_order_acquire);
-    void* const* bufs = s.args.data();
     int64_t n = n_;
     if (n <= kParallelGrain) { // one chunk: called here, not through the pool's std::function
       if (n > 0) fn(bufs, 0, n);
@@ -138,7 +147,16 @@ public:
     s.args.push_back(s.result(step_.node));
     // The row length follows the buffers (lower_row): one kernel serves every length.
     s.args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(len_)));
-    void* const* bufs = s.args.data();
+    run_on(s.args.data());
+  }
+  std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
+    s.gather_reads(step_);
+    s.args.push_back(s.result(step_.node));
+    s.args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(len_)));
+    return std::make_unique<BoundArgs<RowStep>>(*this, s.args);
+  }
+  /// bufs: the reads' elements, the result's, then the row length.
+  void run_on(void* const* bufs) const {
     KernelFn fn = code_.fn;
     threads::parallel_for(rows_, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len_, 1)),
                           [&](int64_t b, int64_t e) { fn(bufs, b, e); });
@@ -179,6 +197,10 @@ class ViewStep final : public PreparedStep {
 public:
   ViewStep(uint64_t offset, const ir::Node& n) : offset_(offset), node_(n.id), of_(n.inputs[0]) {}
   void run(RunState& s) const override { s.ptr[node_.index] = s.ptr[of_.index] + offset_; }
+  std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep&) const override {
+    run(s); // the operand's address is fixed, so is the view's: nothing to do per call
+    return nullptr;
+  }
 
 private:
   uint64_t offset_;
@@ -303,7 +325,23 @@ ir::StepPolicy make_policy(bool runtime_extents) {
   return p;
 }
 
+/// A bound step that runs its prepared step on the bound call's state.
+class RunBound final : public BoundStep {
+public:
+  RunBound(const PreparedStep& step, RunState& s) : step_(step), s_(s) {}
+  void run() override { step_.run(s_); }
+
+private:
+  const PreparedStep& step_;
+  RunState& s_;
+};
+
 } // namespace
+
+std::unique_ptr<BoundStep> PreparedStep::bind(RunState& s, const ir::LirStep& step) const {
+  for (ir::NodeId id : step.writes) s.result(id);
+  return std::make_unique<RunBound>(*this, s);
+}
 
 std::string kernel_name() {
   static std::atomic<uint64_t> next{0};

@@ -24,13 +24,19 @@ struct RunState {
   std::vector<const Buffer*>& values; ///< per node: its buffer (leaves, Own values)
   std::vector<Buffer>& owned;         ///< per node: Own values made by this call
   std::vector<void*>& args;           ///< scratch for a step's argument pointers
-  /// Per node, where the caller wants it written (a RawEntry's outputs), or null.
+  /// Per node, where the caller wants it written (a RawEntry's outputs, run_into's), or null.
   std::byte* const* out_at = nullptr;
+  /// Per node given out_at, the caller's Buffer there (run_into: interpreter steps read it), or
+  /// null for the whole table (a RawEntry has no Buffers).
+  Buffer* const* out_values = nullptr;
 
   /// The bytes a step writes node `id` to: where the caller wants it, its arena slot, or a new
   /// buffer of its own.
   std::byte* result(ir::NodeId id) {
-    if (out_at && out_at[id.index]) return ptr[id.index] = out_at[id.index];
+    if (out_at && out_at[id.index]) {
+      if (out_values) values[id.index] = out_values[id.index];
+      return ptr[id.index] = out_at[id.index];
+    }
     const ir::Placement& p = lir.memory.places[id.index];
     if (p.home == ir::Home::Arena) return ptr[id.index] = arena + p.offset;
     owned[id.index] = Buffer::uninitialized(lir.mir.shape(id));
@@ -44,12 +50,46 @@ struct RunState {
   }
 };
 
+/// What a step of a bound call (rlx::Executable::bind) does per call, with its arguments
+/// worked out once.
+class BoundStep {
+public:
+  virtual ~BoundStep() = default;
+  virtual void run() = 0;
+  /// Whether a call of it is one kernel call on this thread: no lock, no allocation, no wait
+  /// for the pool, so a host may abandon it at any time. A bound call of such steps only takes
+  /// no detail::WorkScope (with the safe point before its first step, 8 ns of a 16^3 product's
+  /// 80: the scope's thread-local counter lives in the shared librlx).
+  virtual bool holds_nothing() const { return false; }
+};
+
 /// A step ready to run: its code, plans and constants made; run() is const and may be called
 /// from several threads at once (each with its own RunState).
 class PreparedStep {
 public:
   virtual ~PreparedStep() = default;
   virtual void run(RunState& s) const = 0;
+  /// For a bound call, where every value has one address for all its calls (leaves, outputs,
+  /// the arena and the values of their own are fixed; the plan has no interpreter step): puts
+  /// the addresses of what `step` (this step's LirStep) writes in `s` as run would, and returns
+  /// what a call does then, or null when that is nothing (a view). The default runs run(s) on
+  /// the bound call's state; steps on the hot path return their kernel with its arguments.
+  virtual std::unique_ptr<BoundStep> bind(RunState& s, const ir::LirStep& step) const;
+};
+
+/// A bound step that calls its prepared step's run_on(args) with the arguments it had at bind
+/// time (the addresses of its reads, then of its writes, as its run gathers them).
+template <class Step> class BoundArgs final : public BoundStep {
+public:
+  BoundArgs(const Step& step, std::vector<void*> args, bool holds_nothing = false)
+      : step_(step), args_(std::move(args)), holds_nothing_(holds_nothing) {}
+  void run() override { step_.run_on(args_.data()); }
+  bool holds_nothing() const override { return holds_nothing_; }
+
+private:
+  const Step& step_;
+  std::vector<void*> args_;
+  bool holds_nothing_;
 };
 
 /// What preparing a step may use and report: the plan, the names of its code (kernel symbols

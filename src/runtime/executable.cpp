@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -186,6 +187,115 @@ std::shared_ptr<const Executable> compile(const ir::Graph& graph, Backend backen
 }
 
 std::string Executable::describe() const { return ir::to_text(graph()); }
+
+namespace {
+
+/// Whether two buffers' bytes overlap (empty ones overlap nothing).
+bool overlap(const Buffer& a, const Buffer& b) {
+  std::span<const std::byte> x = a.bytes(), y = b.bytes();
+  if (x.empty() || y.empty()) return false;
+  return x.data() < y.data() + y.size() && y.data() < x.data() + x.size();
+}
+
+/// What run_into and bind check of their arguments (`what` names the function): as many leaves
+/// as the graph has, each of its node's shape; as many outputs, each of its output's shape; no
+/// output sharing bytes with a leaf or another output.
+void check_call(const ir::Graph& g, const char* what, std::span<const Buffer* const> leaves,
+                std::span<Buffer* const> outputs, const Loc& loc) {
+  // The leaves' nodes are found by walking the graph: nothing is allocated on this path, which
+  // run_into takes on every call.
+  std::size_t fed = 0;
+  for (const ir::Node& n : g.nodes()) fed += ir::has_trait(n.op.kind(), ir::kFed);
+  if (leaves.size() != fed)
+    fail(ErrorKind::Runtime, what, ": ", leaves.size(), " leaf buffers for graph @", g.name,
+         " with ", fed, " inputs and params", detail::at_loc(loc));
+  auto leaf_name = [](const ir::Node& n) {
+    return detail::cat(n.op.name(), " \"", n.op.attrs<ir::LeafAttrs>().name, "\"");
+  };
+  std::size_t k = 0;
+  for (const ir::Node& n : g.nodes()) {
+    if (!ir::has_trait(n.op.kind(), ir::kFed)) continue;
+    const Buffer* leaf = leaves[k++];
+    if (leaf == nullptr)
+      fail(ErrorKind::Runtime, what, ": missing ", leaf_name(n), " (", ir::short_str(n.shape),
+           ") of graph @", g.name, detail::at_loc(loc));
+    if (leaf->shape() != n.shape)
+      fail(ErrorKind::Runtime, what, ": ", leaf_name(n), " is ", ir::short_str(leaf->shape()),
+           " but graph @", g.name, " expects ", ir::short_str(n.shape), detail::at_loc(loc));
+  }
+  if (outputs.size() != g.outputs.size())
+    fail(ErrorKind::Runtime, what, ": ", outputs.size(), " output buffers for graph @", g.name,
+         " with ", g.outputs.size(), " outputs", detail::at_loc(loc));
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    const ir::Shape& want = g.shape(g.outputs[o]);
+    if (outputs[o] == nullptr)
+      fail(ErrorKind::Runtime, what, ": missing output ", o, " (", ir::short_str(want),
+           ") of graph @", g.name, detail::at_loc(loc));
+    if (outputs[o]->shape() != want)
+      fail(ErrorKind::Runtime, what, ": output ", o, " is ", ir::short_str(outputs[o]->shape()),
+           " but graph @", g.name, " makes ", ir::short_str(want), detail::at_loc(loc));
+    std::size_t leaf = 0;
+    for (const ir::Node& n : g.nodes())
+      if (ir::has_trait(n.op.kind(), ir::kFed) && overlap(*outputs[o], *leaves[leaf++]))
+        fail(ErrorKind::Runtime, what, ": output ", o, " (", ir::short_str(want),
+             ") shares memory with ", leaf_name(n), " of graph @", g.name,
+             "; an output must not overlap a leaf or another output", detail::at_loc(loc));
+    for (std::size_t p = 0; p < o; ++p)
+      if (overlap(*outputs[o], *outputs[p]))
+        fail(ErrorKind::Runtime, what, ": output ", o, " (", ir::short_str(want),
+             ") shares memory with output ", p, " of graph @", g.name,
+             "; an output must not overlap a leaf or another output", detail::at_loc(loc));
+  }
+}
+
+/// A bound call that checks nothing and calls run_into_checked (the default: the interpreter).
+class RunIntoCall final : public BoundCall {
+public:
+  using Checked = void (*)(const Executable&, std::span<const Buffer* const>,
+                           std::span<Buffer* const>);
+  RunIntoCall(const Executable& exe, Checked checked, std::span<const Buffer* const> leaves,
+              std::span<Buffer* const> outputs)
+      : BoundCall(exe.weak_from_this().lock()), exe_(exe), checked_(checked),
+        leaves_(leaves.begin(), leaves.end()), outputs_(outputs.begin(), outputs.end()) {}
+  void run() override { checked_(exe_, leaves_, outputs_); }
+
+private:
+  const Executable& exe_;
+  Checked checked_;
+  std::vector<const Buffer*> leaves_;
+  std::vector<Buffer*> outputs_;
+};
+
+} // namespace
+
+void Executable::run_into(std::span<const Buffer* const> leaves, std::span<Buffer* const> outputs,
+                          Loc loc) const {
+  check_call(graph(), "Executable::run_into", leaves, outputs, loc);
+  run_into_checked(leaves, outputs);
+}
+
+std::unique_ptr<BoundCall> Executable::bind(std::span<const Buffer* const> leaves,
+                                            std::span<Buffer* const> outputs, Loc loc) const {
+  check_call(graph(), "Executable::bind", leaves, outputs, loc);
+  return bind_checked(leaves, outputs);
+}
+
+void Executable::run_into_checked(std::span<const Buffer* const> leaves,
+                                  std::span<Buffer* const> outputs) const {
+  std::vector<Buffer> results = run(leaves);
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    std::span<const std::byte> from = results[o].bytes();
+    if (!from.empty()) std::memcpy(outputs[o]->bytes().data(), from.data(), from.size());
+  }
+}
+
+std::unique_ptr<BoundCall> Executable::bind_checked(std::span<const Buffer* const> leaves,
+                                                    std::span<Buffer* const> outputs) const {
+  // A lambda here may call the protected member; the bound call holds it as a plain function.
+  RunIntoCall::Checked checked = [](const Executable& e, std::span<const Buffer* const> l,
+                                    std::span<Buffer* const> o) { e.run_into_checked(l, o); };
+  return std::make_unique<RunIntoCall>(*this, checked, leaves, outputs);
+}
 
 std::vector<Buffer> run_executable(const std::shared_ptr<const Executable>& exe,
                                    std::span<const Buffer* const> leaves) {
