@@ -128,6 +128,8 @@ std::vector<Case> cases() {
   // Contractions.
   cs.push_back(op_case("matmul", Op(OpKind::MatMul), {F({M, 3}), F({3, N})}));
   cs.push_back(op_case("matmul, batch broadcast", Op(OpKind::MatMul), {F({2, M, 3}), F({3, N})}));
+  cs.push_back(op_case("matmul, two batch axes and a shared matrix", Op(OpKind::MatMul),
+                       {F({2, 3, M, 3}), F({3, N})}));
   cs.push_back(op_case("matmul, vector", Op(OpKind::MatMul), {F({3}), F({M, 3, N})}));
   cs.push_back(op_case("matmul, matrix-vector", Op(OpKind::MatMul), {F({M, 3}), F({3})}));
   cs.push_back(op_case("fused_matmul_bias_act",
