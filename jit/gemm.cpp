@@ -112,6 +112,15 @@ bool host_avx512f() {
     for (int i = 0; i < rows; ++i) dst[p * ld + i] = src[i * stride + p];
 }
 
+/// dst[p * width + i] = src[p * stride + i] for i < width (at most 16) and p < depth: a panel
+/// of a transposed A, one masked vector per depth step (not a loop of `width` scalar copies).
+[[gnu::target("avx512f")]] void copy_rows_avx512(const float* src, int64_t stride, int width,
+                                                 int64_t depth, float* dst) {
+  const __mmask16 keep = __mmask16((1u << width) - 1);
+  for (int64_t p = 0; p < depth; ++p)
+    _mm512_mask_storeu_ps(dst + p * width, keep, _mm512_maskz_loadu_ps(keep, src + p * stride));
+}
+
 /// B rows [p0, p0 + kc), columns [j0, j0 + nc) into panels of nr columns: panel q at
 /// q * kc * nr, laid out [p][j] with lanes or nr columns (the last panel's zero-padded width).
 template <class T>
@@ -167,6 +176,12 @@ void pack_a(const T* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t 
         for (int64_t p = 0; p < kc; ++p) d[p * h + ii] = s[p];
       }
     } else {
+      if constexpr (sizeof(T) == 4) {
+        if (rs == 1 && h <= 16 && host_avx512f()) { // a transposed A: its columns are contiguous
+          copy_rows_avx512(a + i + p0 * cs, cs, int(h), kc, d);
+          continue;
+        }
+      }
       for (int64_t p = 0; p < kc; ++p) {
         const T* s = a + i * rs + (p0 + p) * cs;
         for (int64_t ii = 0; ii < h; ++ii) d[p * h + ii] = s[ii * rs];
