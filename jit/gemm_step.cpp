@@ -49,26 +49,147 @@ ir::Graph activation_graph(ir::Activation act, int64_t n, ir::DType dtype) {
   return g;
 }
 
-/// Which operand a Gemm step reads in place of `id`: a folded transpose's operand.
-ir::NodeId read_buffer(const ir::Graph& g, ir::NodeId id) {
-  return gemm_folds_transpose(g, id) ? g.node(id).inputs[0] : id;
+bool is_view_op(ir::OpKind k) {
+  return k == ir::OpKind::Transpose || k == ir::OpKind::Reshape || k == ir::OpKind::Slice ||
+         k == ir::OpKind::Narrow;
+}
+
+/// The strides of `sizes` (no size 0) as a reshape of a view with sizes `from` and strides
+/// `by`, when the view's elements in the new shape are still one stride per axis: each group
+/// of axes whose sizes multiply to the same number on both sides must be evenly spaced in the
+/// view (numpy's no-copy reshape). Else nullopt.
+std::optional<std::vector<int64_t>> reshape_strides(const std::vector<int64_t>& from,
+                                                    const std::vector<int64_t>& by,
+                                                    const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> os, ost; // the view without its size-1 axes
+  for (std::size_t a = 0; a < from.size(); ++a)
+    if (from[a] != 1) os.push_back(from[a]), ost.push_back(by[a]);
+  std::vector<int64_t> out(sizes.size(), 0);
+  std::size_t i = 0, j = 0;
+  auto next_j = [&] {
+    while (j < sizes.size() && sizes[j] == 1) ++j;
+  };
+  next_j();
+  while (i < os.size() && j < sizes.size()) {
+    std::size_t i0 = i, j0 = j;
+    int64_t po = os[i++], pn = sizes[j++];
+    while (po != pn) {
+      if (po < pn) {
+        if (i == os.size()) return std::nullopt;
+        po *= os[i++];
+      } else {
+        next_j();
+        if (j == sizes.size()) return std::nullopt;
+        pn *= sizes[j++];
+      }
+    }
+    for (std::size_t a = i0; a + 1 < i; ++a)
+      if (ost[a] != ost[a + 1] * os[a + 1]) return std::nullopt;
+    int64_t stride = ost[i - 1];
+    for (std::size_t a = j; a-- > j0;) {
+      if (sizes[a] == 1) continue;
+      out[a] = stride;
+      stride *= sizes[a];
+    }
+    next_j();
+  }
+  if (i != os.size() || j != sizes.size()) return std::nullopt;
+  return out;
 }
 
 } // namespace
 
-bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id) {
-  const ir::Node& t = g.node(id);
-  if (t.op.kind() != ir::OpKind::Transpose || !t.shape.is_static()) return false;
-  const ir::Ints& perm = t.op.attrs<ir::TransposeAttrs>().perm;
-  int64_t r = int64_t(t.shape.rank());
-  if (r < 2 || int64_t(perm.size()) != r) return false;
-  for (int64_t i = 0; i < r; ++i) {
-    int64_t p = perm[std::size_t(i)] < 0 ? perm[std::size_t(i)] + r : perm[std::size_t(i)];
-    int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
-    if (p != want) return false;
+namespace {
+
+/// The elements of `id`'s own buffer: row-major.
+GemmView row_major(ir::NodeId id, const std::vector<int64_t>& sizes) {
+  GemmView v{id, 0, std::vector<int64_t>(sizes.size())};
+  int64_t stride = 1;
+  for (std::size_t a = sizes.size(); a-- > 0;) {
+    v.strides[a] = stride;
+    stride *= sizes[a];
   }
-  return g.shape(t.inputs[0]).is_static();
+  return v;
 }
+
+bool static_nonempty(const ir::Shape& s) {
+  if (!s.is_static()) return false;
+  std::vector<int64_t> sizes = s.sizes();
+  return std::none_of(sizes.begin(), sizes.end(), [](int64_t d) { return d == 0; });
+}
+
+/// View op n over `in`, the view of its operand; nullopt when n's elements are not one stride
+/// per axis of it (a reshape across axes that are not evenly spaced).
+std::optional<GemmView> apply_view(const ir::Graph& g, const ir::Node& n, GemmView in) {
+  std::vector<int64_t> from = g.shape(n.inputs[0]).sizes();
+  const int64_t r = int64_t(from.size());
+  auto axis_of = [&](int64_t a) { return std::size_t(a < 0 ? a + r : a); };
+  switch (n.op.kind()) {
+  case ir::OpKind::Transpose: {
+    const ir::Ints& perm = n.op.attrs<ir::TransposeAttrs>().perm;
+    std::vector<int64_t> st(perm.size());
+    for (std::size_t a = 0; a < perm.size(); ++a) st[a] = in.strides[axis_of(perm[a])];
+    in.strides = std::move(st);
+    return in;
+  }
+  case ir::OpKind::Reshape: {
+    std::optional<std::vector<int64_t>> st = reshape_strides(from, in.strides, n.shape.sizes());
+    if (!st) return std::nullopt;
+    in.strides = std::move(*st);
+    return in;
+  }
+  case ir::OpKind::Slice: {
+    const auto& a = n.op.attrs<ir::SliceAttrs>();
+    std::size_t ax = axis_of(a.axis);
+    in.offset += a.start * in.strides[ax];
+    in.strides[ax] *= a.step;
+    return in;
+  }
+  case ir::OpKind::Narrow: {
+    const auto& a = n.op.attrs<ir::NarrowAttrs>();
+    in.offset += a.start * in.strides[axis_of(a.axis)];
+    return in;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+std::optional<GemmView> gemm_view(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  if (!static_nonempty(n.shape)) return std::nullopt;
+  if (!is_view_op(n.op.kind())) return row_major(id, n.shape.sizes());
+  const ir::NodeId operand = n.inputs[0];
+  std::optional<GemmView> in = gemm_view(g, operand);
+  if (in)
+    if (std::optional<GemmView> v = apply_view(g, n, *in)) return v;
+  // The views below cannot be read through (the heads of an attention output, transposed
+  // back and merged): the operand is a buffer of its own, which a step makes.
+  if ((in && in->buffer == operand) || !static_nonempty(g.shape(operand))) return std::nullopt;
+  return apply_view(g, n, row_major(operand, g.shape(operand).sizes()));
+}
+
+bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id) {
+  return is_view_op(g.node(id).op.kind()) && gemm_view(g, id).has_value();
+}
+
+namespace {
+
+/// Which buffer a Gemm step reads in place of `id`: the buffer under a folded view.
+ir::NodeId read_buffer(const ir::Graph& g, ir::NodeId id) {
+  std::optional<GemmView> v = gemm_view(g, id);
+  return v ? v->buffer : id;
+}
+
+/// Operand `id` as the step reads it: through its view, else its own row-major buffer.
+GemmView operand_view(const ir::Graph& g, ir::NodeId id) {
+  if (std::optional<GemmView> v = gemm_view(g, id)) return *v;
+  return row_major(id, g.shape(id).sizes());
+}
+
+} // namespace
 
 bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n) {
   if (!is_contraction(n) || !gemm_supported() || !n.shape.is_static() ||
@@ -219,15 +340,17 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& 
   s.has_residual = split.has_value();
   s.f64 = n.shape.dtype() == ir::DType::F64;
   std::vector<int64_t> as = g.shape(n.inputs[0]).sizes(), bs = g.shape(n.inputs[1]).sizes();
-  bool ta = gemm_folds_transpose(g, n.inputs[0]), tb = gemm_folds_transpose(g, n.inputs[1]);
+  // Each operand as strides over the buffer the step reads (its own, row-major, or the one
+  // under a folded view: a transpose, the heads of a fused QKV projection).
+  GemmView av = operand_view(g, n.inputs[0]), bv = operand_view(g, n.inputs[1]);
   GemmCall& c = s.call;
   c.k = as.back();
   c.m = as.size() >= 2 ? as[as.size() - 2] : 1;
   c.n = bs.size() >= 2 ? bs.back() : 1;
-  // Element (i, q) of A: row-major [m, k], or its transpose's operand [k, m].
-  c.a = {nullptr, ta ? 1 : c.k, ta ? c.m : 1};
-  c.b =
-      bs.size() == 1 ? GemmMatrix{nullptr, 1, 1} : GemmMatrix{nullptr, tb ? 1 : c.n, tb ? c.k : 1};
+  // Element (i, q) of A; a rank-1 A is one row, a rank-1 B one column.
+  c.a = {nullptr, as.size() >= 2 ? av.strides[as.size() - 2] : c.k, av.strides.back()};
+  c.b = bs.size() == 1 ? GemmMatrix{nullptr, bv.strides[0], 1}
+                       : GemmMatrix{nullptr, bv.strides[bs.size() - 2], bv.strides.back()};
   // Batch offsets: the output's batch index broadcast back onto each operand's batch dims.
   std::vector<int64_t> os = n.shape.sizes();
   std::size_t out_batch_rank = os.size() - (as.size() >= 2) - (bs.size() >= 2);
@@ -238,26 +361,23 @@ GemmStep lower_gemm(const ir::Graph& g, const ir::Node& add, const std::string& 
   std::vector<int64_t> ab = batch_dims(as), bb = batch_dims(bs);
   c.batches = 1;
   for (int64_t d : ob) c.batches *= d;
-  auto offsets = [&](const std::vector<int64_t>& opb, int64_t matrix) {
+  auto offsets = [&](const std::vector<int64_t>& opb, const GemmView& v) {
     std::vector<int64_t> off(std::size_t(c.batches));
     for (int64_t t = 0; t < c.batches; ++t) {
-      int64_t rest = t, index = 0, stride = 1;
+      int64_t rest = t, index = v.offset;
       for (std::size_t d = ob.size(); d-- > 0;) {
         int64_t i = rest % ob[d];
         rest /= ob[d];
         std::size_t back = ob.size() - d; // 1 = last batch dim
-        if (back <= opb.size()) {
-          int64_t size = opb[opb.size() - back];
-          index += (size == 1 ? 0 : i) * stride;
-          stride *= size;
-        }
+        if (back <= opb.size() && opb[opb.size() - back] != 1)
+          index += i * v.strides[opb.size() - back];
       }
-      off[std::size_t(t)] = index * matrix;
+      off[std::size_t(t)] = index;
     }
     return off;
   };
-  s.a_off = offsets(ab, c.m * c.k);
-  s.b_off = offsets(bb, c.k * c.n);
+  s.a_off = offsets(ab, av);
+  s.b_off = offsets(bb, bv);
   s.has_bias = n.op.kind() == ir::OpKind::FusedMatMulBiasAct;
   if (std::optional<ir::Activation> act = activation_of(n)) {
     if (is_relu(*act)) {

@@ -22,8 +22,23 @@ namespace rlx::jit {
 /// element-wise lowering compiles.
 bool lowers_as_gemm(const ir::Graph& g, const ir::Node& n);
 
-/// Whether operand `id` of a Gemm step is a transpose of the last two axes (of a static
-/// operand of rank >= 2) that the GEMM reads through strides from the transpose's operand.
+/// A static operand as strides over the elements of a buffer: element (i0, i1, ...) at
+/// offset + sum of i_a * strides[a].
+struct GemmView {
+  ir::NodeId buffer;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+/// Node `id` as a view of a buffer: a chain of transposes, reshapes, slices and narrows over
+/// a static node that is not one of them (its own row-major buffer), each keeping one stride
+/// per axis (a reshape that would need a copy ends it: nullopt). A node that is not a view op is
+/// its own buffer. No sizes 0.
+std::optional<GemmView> gemm_view(const ir::Graph& g, ir::NodeId id);
+
+/// Whether operand `id` of a Gemm step is a view op (transpose, reshape, slice, narrow) that
+/// the GEMM reads through strides from the buffer under it (gemm_view): q @ k^T, and the heads
+/// of a fused QKV projection ([B, S, 3D] -> [B, H, S, D]) without copies.
 bool gemm_folds_transpose(const ir::Graph& g, ir::NodeId id);
 
 /// The contraction of an `add` node that one Gemm step computes together with the add, the

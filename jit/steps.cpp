@@ -316,6 +316,7 @@ ir::StepPolicy make_policy(bool runtime_extents) {
   p.view = &view;
   p.runtime = &interp;
   p.native.push_back(&gemm_rule());
+  p.native.push_back(&column_rule());
   for (const JitRule* r : library_rules()) p.native.push_back(r);
   p.start = &collective_start_rule();
   p.wait = &collective_wait_rule();

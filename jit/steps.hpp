@@ -138,8 +138,9 @@ std::unique_ptr<RawEntry> raw_entry(const Executable& exe);
 /// A new kernel symbol, unique in the process ("rlx_k12").
 std::string kernel_name();
 
-/// The registered rules (jit/gemm_step.cpp, jit/library.cpp).
+/// The registered rules (jit/gemm_step.cpp, jit/column_step.cpp, jit/library.cpp).
 const JitRule& gemm_rule();
+const JitRule& column_rule();
 std::vector<const JitRule*> library_rules();
 /// Collectives as a non-blocking start and a later wait (jit/collective_step.cpp).
 const JitRule& collective_start_rule();

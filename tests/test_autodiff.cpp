@@ -128,6 +128,8 @@ std::vector<Case> cases() {
   // Contractions.
   cs.push_back(op_case("matmul", Op(OpKind::MatMul), {F({M, 3}), F({3, N})}));
   cs.push_back(op_case("matmul, batch broadcast", Op(OpKind::MatMul), {F({2, M, 3}), F({3, N})}));
+  cs.push_back(op_case("matmul, two batch axes and a shared matrix", Op(OpKind::MatMul),
+                       {F({2, 3, M, 3}), F({3, N})}));
   cs.push_back(op_case("matmul, vector", Op(OpKind::MatMul), {F({3}), F({M, 3, N})}));
   cs.push_back(op_case("matmul, matrix-vector", Op(OpKind::MatMul), {F({M, 3}), F({3})}));
   cs.push_back(op_case("fused_matmul_bias_act",
@@ -155,6 +157,9 @@ std::vector<Case> cases() {
   AttentionAttrs causal{2, 2, MaskType::Causal, 0, std::nullopt, std::nullopt};
   cs.push_back(op_case("attention, causal", Op(OpKind::Attention, causal),
                        {F({M, 3, 4}), F({M, 3, 4}), F({M, 3, 4})}));
+  AttentionAttrs unmasked{2, 2, MaskType::None, 0, std::nullopt, std::nullopt};
+  cs.push_back(op_case("attention, no mask", Op(OpKind::Attention, unmasked),
+                       {F({M, 3, 4}), F({M, 5, 4}), F({M, 5, 4})}));
   AttentionAttrs bias{1, 2, MaskType::Bias, 0, 0.8f, 3.0f};
   cs.push_back(op_case("attention, bias and softcap", Op(OpKind::Attention, bias),
                        {F({1, 2, 2}), F({1, 3, 2}), F({1, 3, 2}), F({1, 1, 2, 3})}));

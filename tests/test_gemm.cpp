@@ -326,6 +326,13 @@ std::string jit_matches_interpreter(const std::vector<std::vector<int64_t>>& sha
   return jit->describe();
 }
 
+/// How often `what` occurs in `text`.
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 /// Whether the plan has a step "<kind> ..." whose node is op `op`.
 bool has_step(const std::string& plan, const std::string& kind, const std::string& op) {
   std::size_t at = 0;
@@ -379,6 +386,30 @@ TEST_CASE("a transpose of the last two axes folds into the GEMM's packing") {
   };
   plan = jit_matches_interpreter({{31, 15}, {31, 34}}, 31, at);
   CHECK(plan.find("interp ") == std::string::npos);
+}
+
+TEST_CASE("GEMM steps read the heads of a fused QKV projection and reversed rows in place") {
+  if (!rlx::jit::gemm_supported()) return;
+  // x [2, 5, 24]: q, k, v of 2 heads of 4 as slices of its last axis, split and transposed as
+  // attention does; the context merged back ([2, 5, 8], not one stride per axis: a copy), times
+  // rows 9, 8, ..., 2 of x as [10, 24] (a slice of step -1).
+  auto attend = [](Graph& g, const std::vector<NodeId>& in, bool magnitude) {
+    NodeId x = magnitude ? abs_of(g, in[0]) : in[0];
+    auto heads = [&](int64_t start, std::vector<int64_t> perm) {
+      return g.transpose_(g.reshape_(g.slice(x, 2, start, 8), {2, 5, 2, 4}), perm);
+    };
+    NodeId q = heads(0, {0, 2, 1, 3}), kt = heads(8, {0, 2, 3, 1}), v = heads(16, {0, 2, 1, 3});
+    NodeId ctx = g.mm(g.mm(q, kt), v); // [2, 2, 5, 4]
+    NodeId merged = g.reshape_(g.transpose_(ctx, {0, 2, 1, 3}), {2, 5, 8});
+    return g.mm(merged, g.slice(g.reshape_(x, {10, 24}), 0, 9, 8, -1));
+  };
+  std::string plan = jit_matches_interpreter({{2, 5, 24}}, 24, attend);
+  INFO(plan);
+  CHECK(count(plan, ": gemm ") == 3);
+  CHECK_FALSE(has_step(plan, "interp", "slice"));
+  CHECK_FALSE(has_step(plan, "interp", "reshape"));
+  CHECK(count(plan, ": interp ") == 1); // the merge of the heads
+  CHECK(has_step(plan, "interp", "transpose"));
 }
 
 TEST_CASE("fused_matmul_bias_act applies its bias and activation in the GEMM's epilogue") {

@@ -540,6 +540,38 @@ TEST_CASE("interp: transpose copies f16 and c64 elements bytewise") {
   CHECK(yc.get_c64(3) == std::complex<float>(4, -4));
 }
 
+TEST_CASE("interp: a head-splitting transpose of a rank-4 tensor matches the index formula for "
+          "1-, 2-, 4- and 8-byte elements") {
+  // [2, 3, 4, 5] -> perm: the attention layouts (0,2,1,3) and (0,2,3,1), and a full reversal.
+  const int64_t d[4] = {2, 3, 4, 5};
+  const std::vector<Ints> perms = {{0, 2, 1, 3}, {0, 2, 3, 1}, {3, 2, 1, 0}};
+  for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::F64}) {
+    Buffer x = iota(t, {2, 3, 4, 5}); // values 0..119 fit every dtype
+    for (const Ints& p : perms) {
+      Buffer y = eval1(Op(OpKind::Transpose, TransposeAttrs{p}), x);
+      std::vector<int64_t> want;
+      int64_t o[4], c[4];
+      for (o[0] = 0; o[0] < d[p[0]]; ++o[0])
+        for (o[1] = 0; o[1] < d[p[1]]; ++o[1])
+          for (o[2] = 0; o[2] < d[p[2]]; ++o[2])
+            for (o[3] = 0; o[3] < d[p[3]]; ++o[3]) {
+              for (int a = 0; a < 4; ++a) c[p[std::size_t(a)]] = o[a];
+              want.push_back(((c[0] * 3 + c[1]) * 4 + c[2]) * 5 + c[3]);
+            }
+      INFO("dtype " << ir::dtype_name(t) << ", perm " << p[0] << p[1] << p[2] << p[3]);
+      CHECK(dims_of(y) == std::vector<int64_t>{d[p[0]], d[p[1]], d[p[2]], d[p[3]]});
+      CHECK(y.to_i64() == want);
+    }
+  }
+}
+
+TEST_CASE("interp: a strided slice of the last axis reads every step-th element") {
+  Buffer x = iota(DType::F32, {3, 10});
+  Buffer y = eval1(Op(OpKind::Slice, SliceAttrs{1, 1, 3, 3}), x);
+  CHECK(dims_of(y) == std::vector<int64_t>{3, 3});
+  CHECK(y.to_i64() == std::vector<int64_t>{1, 4, 7, 11, 14, 17, 21, 24, 27});
+}
+
 TEST_CASE("interp: transpose handles size-0 and size-1 axes") {
   Buffer e = make(DType::F32, {0, 3}, {});
   CHECK(dims_of(eval1(Op(OpKind::Transpose, TransposeAttrs{{1, 0}}), e)) ==
@@ -706,6 +738,26 @@ TEST_CASE("interp: constant pad converts the value to the dtype") {
   Buffer e = make(DType::F32, {0}, {});
   CHECK(eval1(Op(OpKind::Pad, PadAttrs{{1, 2}, PadMode::Constant, 7.0}), e).to_f64() ==
         std::vector<double>{7, 7, 7});
+}
+
+TEST_CASE("interp: constant pad of every axis of a 3-D tensor matches the index formula") {
+  // [2, 3, 4] padded (1, 2), (0, 1), (3, 2) with -7: out [5, 4, 9].
+  const int64_t lo[3] = {1, 0, 3}, in[3] = {2, 3, 4}, out[3] = {5, 4, 9};
+  for (DType t : {DType::F32, DType::F64, DType::I8}) {
+    Buffer x = iota(t, {2, 3, 4});
+    Buffer y = eval1(Op(OpKind::Pad, PadAttrs{{1, 2, 0, 1, 3, 2}, PadMode::Constant, -7.0}), x);
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < out[0]; ++i)
+      for (int64_t j = 0; j < out[1]; ++j)
+        for (int64_t k = 0; k < out[2]; ++k) {
+          int64_t a = i - lo[0], b = j - lo[1], c = k - lo[2];
+          bool inside = a >= 0 && a < in[0] && b >= 0 && b < in[1] && c >= 0 && c < in[2];
+          want.push_back(inside ? (a * 3 + b) * 4 + c : -7);
+        }
+    INFO("dtype " << ir::dtype_name(t));
+    CHECK(dims_of(y) == std::vector<int64_t>{5, 4, 9});
+    CHECK(y.to_i64() == want);
+  }
 }
 
 TEST_CASE("interp: reflect pad mirrors without repeating the edge") {

@@ -210,9 +210,9 @@ TEST_CASE("the verifier names what is wrong with a broken plan") {
   }
   SUBCASE("an interpreter step of the JIT's plan reading arena bytes") {
     ir::Graph h("interp");
-    NodeId x = h.input("x", f32({4, 8}));
+    NodeId x = h.input("x", f32({4, 8, 2}));
     NodeId e = h.exp(x);
-    h.set_outputs({h.sum(e, {0}, false)}); // not trailing: the interpreter's kernel
+    h.set_outputs({h.sum(e, {0, 2}, false)}); // reduced, kept, reduced: the interpreter's kernel
     ir::LirModule p = jit_plan(h);
     INFO(p.to_string());
     REQUIRE(check_plan(p).empty());
@@ -222,10 +222,10 @@ TEST_CASE("the verifier names what is wrong with a broken plan") {
   }
   SUBCASE("a buffer of its own freed before its last reader") {
     ir::Graph h("free");
-    NodeId x = h.input("x", f32({4, 8}));
+    NodeId x = h.input("x", f32({4, 8, 2}));
     NodeId e = h.exp(x);
-    NodeId s = h.sum(e, {0}, false);
-    h.set_outputs({h.add(h.sum(e, {0}, true), s)});
+    NodeId s = h.sum(e, {0, 2}, false); // two interpreter steps read e (see above)
+    h.set_outputs({h.add(h.sum(e, {0, 2}, true), s)});
     ir::LirModule p = jit_plan(h);
     INFO(p.to_string());
     REQUIRE(check_plan(p).empty());
@@ -235,7 +235,7 @@ TEST_CASE("the verifier names what is wrong with a broken plan") {
     std::erase(p.memory.releases[last], e);
     p.memory.releases[1].push_back(e);
     CHECK(has_line_with(problems(p), "%1 is released at step 1, not after its last read"));
-    Buffer xv = Buffer::f32({4, 8}, std::vector<float>(32, 0.5f));
+    Buffer xv = Buffer::f32({4, 8, 2}, std::vector<float>(64, 0.5f));
     std::vector<const Buffer*> leaves{&xv};
     CHECK_THROWS_AS(interp::run_planned(p, leaves), InternalError);
   }

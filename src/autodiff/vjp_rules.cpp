@@ -253,7 +253,17 @@ Grads vjp_matmul(Builder& b, const Node& n, NodeId dy, Want want) {
     return b.reshape(u, Ints(os.begin(), os.end()));
   };
   if (want[0]) g[0] = back(b.op(OpKind::MatMul, {d2, swap_last2(b, c2)}), a2, a);
-  if (want[1]) g[1] = back(b.op(OpKind::MatMul, {swap_last2(b, a2), d2}), c2, c);
+  if (want[1] && b.rank(c2) == 2 && b.rank(a2) > 2 && b.shape(a2).is_static() &&
+      b.shape(d2).is_static()) {
+    // A matrix shared by every batch of a (x @ W in a layer over [batch, seq, in]): its gradient
+    // is one product over all the batch's rows, aᵀ [K, B*M] times dy [B*M, N], not B products of
+    // W's size written out and then summed over B.
+    int64_t k = b.sizes(a2).back(), cols = b.sizes(d2).back();
+    NodeId rows_a = b.reshape(a2, {-1, k}), rows_d = b.reshape(d2, {-1, cols});
+    g[1] = back(b.op(OpKind::MatMul, {swap_last2(b, rows_a), rows_d}), c2, c);
+  } else if (want[1]) {
+    g[1] = back(b.op(OpKind::MatMul, {swap_last2(b, a2), d2}), c2, c);
+  }
   return g;
 }
 

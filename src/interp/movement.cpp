@@ -5,6 +5,7 @@
 #include "index_operand.hpp"
 #include "kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,20 +22,53 @@ struct View {
   std::vector<int64_t> strides;
 };
 
-/// The node's output read element by element through the view (an odometer over its sizes).
+/// `len` elements of `es` bytes from src, `step` elements apart, to dst (one after the other).
+void copy_run(std::byte* dst, const std::byte* src, int64_t len, int64_t step, std::size_t es) {
+  if (step == 1) {
+    std::memcpy(dst, src, std::size_t(len) * es);
+    return;
+  }
+  // Typed loops for the common element sizes: a memcpy call per element is most of a transpose.
+  auto strided = [&]<class T>(T) {
+    auto* d = reinterpret_cast<T*>(dst);
+    for (int64_t i = 0; i < len; ++i)
+      std::memcpy(d + i, src + std::ptrdiff_t(i * step) * std::ptrdiff_t(sizeof(T)), sizeof(T));
+  };
+  if (es == 4)
+    strided(uint32_t{});
+  else if (es == 8)
+    strided(uint64_t{});
+  else if (es == 2)
+    strided(uint16_t{});
+  else if (es == 1)
+    strided(uint8_t{});
+  else
+    for (int64_t i = 0; i < len; ++i)
+      std::memcpy(dst + std::size_t(i) * es, src + std::ptrdiff_t(i * step) * std::ptrdiff_t(es),
+                  es);
+}
+
+/// The node's output read through the view, one run along the last axis at a time (an odometer
+/// over the other axes).
 Buffer copy_view(const ir::Node& n, const Buffer& in, const View& v) {
-  Buffer out(n.shape);
+  Buffer out = Buffer::uninitialized(n.shape);
+  if (out.numel() == 0) return out;
   std::vector<int64_t> sizes = out.shape().sizes();
   std::size_t es = ir::size_bytes(in.dtype());
   const std::byte* src = in.bytes().data();
   std::byte* dst = out.bytes().data();
-  std::vector<int64_t> coord(sizes.size(), 0);
+  const std::size_t outer = sizes.empty() ? 0 : sizes.size() - 1;
+  const int64_t len = sizes.empty() ? 1 : sizes.back();
+  const int64_t step = sizes.empty() ? 0 : v.strides.back();
+  std::vector<int64_t> coord(outer, 0);
   int64_t off = v.base;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    RLX_CHECK(off >= 0 && off < in.numel(), "movement view reads element ", off, " of ",
+  for (int64_t run = 0, runs = out.numel() / len; run < runs; ++run) {
+    int64_t last = off + (len - 1) * step;
+    RLX_CHECK(std::min(off, last) >= 0 && std::max(off, last) < in.numel(),
+              "movement view reads elements ", off, " to ", last, " of ",
               ir::short_str(in.shape()));
-    std::memcpy(dst + std::size_t(i) * es, src + std::size_t(off) * es, es);
-    for (std::size_t a = sizes.size(); a-- > 0;) {
+    copy_run(dst + std::size_t(run * len) * es, src + std::size_t(off) * es, len, step, es);
+    for (std::size_t a = outer; a-- > 0;) {
       if (++coord[a] < sizes[a]) {
         off += v.strides[a];
         break;
@@ -131,11 +165,61 @@ int64_t pad_source(ir::PadMode mode, int64_t c, int64_t len) {
   return -1;
 }
 
+/// Constant padding, one output row (the last axis) at a time: the fill around one copy of the
+/// input row it holds, or the fill alone where another axis falls in the padding.
+Buffer pad_constant(const ir::Node& n, const Buffer& x, const Buffer& fill) {
+  const auto& attrs = n.op.attrs<ir::PadAttrs>();
+  Buffer out = Buffer::uninitialized(n.shape);
+  std::vector<int64_t> in_sizes = x.shape().sizes(), out_sizes = n.shape.sizes();
+  std::vector<int64_t> in_strides = strides_of(in_sizes);
+  const std::size_t rank = in_sizes.size(), es = ir::size_bytes(out.dtype());
+  const int64_t out_len = out_sizes.back(), in_len = in_sizes.back(),
+                lo = attrs.pads[2 * (rank - 1)];
+  // Output columns [from, to) read input columns [from - lo, to - lo).
+  const int64_t from = std::clamp<int64_t>(lo, 0, out_len),
+                to = std::clamp<int64_t>(lo + in_len, from, out_len);
+  const bool zero = std::all_of(fill.bytes().begin(), fill.bytes().end(),
+                                [](std::byte b) { return b == std::byte{0}; });
+  auto fill_run = [&](std::byte* dst, int64_t count) {
+    if (zero)
+      std::memset(dst, 0, std::size_t(count) * es);
+    else
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(dst + std::size_t(i) * es, fill.bytes().data(), es);
+  };
+  std::vector<int64_t> coord(rank - 1, 0);
+  for (int64_t row = 0, rows = out.numel() / out_len; row < rows; ++row) {
+    std::byte* dst = out.bytes().data() + std::size_t(row * out_len) * es;
+    int64_t src = 0;
+    for (std::size_t a = 0; a + 1 < rank && src >= 0; ++a) {
+      int64_t c = coord[a] - attrs.pads[2 * a];
+      src = c < 0 || c >= in_sizes[a] ? -1 : src + c * in_strides[a];
+    }
+    if (src < 0) {
+      fill_run(dst, out_len);
+    } else {
+      fill_run(dst, from);
+      if (to > from)
+        std::memcpy(dst + std::size_t(from) * es,
+                    x.bytes().data() + std::size_t(src + from - lo) * es,
+                    std::size_t(to - from) * es);
+      fill_run(dst + std::size_t(to) * es, out_len - to);
+    }
+    for (std::size_t a = rank - 1; a-- > 0;) {
+      if (++coord[a] < out_sizes[a]) break;
+      coord[a] = 0;
+    }
+  }
+  return out;
+}
+
 Buffer pad(const ir::Node& n, const Buffer& x) {
   const auto& attrs = n.op.attrs<ir::PadAttrs>();
-  Buffer out(n.shape);
-  Buffer fill(ir::Shape::scalar(out.dtype()));
+  Buffer fill(ir::Shape::scalar(n.shape.dtype()));
   fill.set_f64(0, attrs.value);
+  if (attrs.mode == ir::PadMode::Constant && n.shape.rank() > 0 && n.shape.num_elements() != 0)
+    return pad_constant(n, x, fill);
+  Buffer out(n.shape);
   std::vector<int64_t> in_sizes = x.shape().sizes(), out_sizes = n.shape.sizes();
   std::vector<int64_t> in_strides = strides_of(in_sizes);
   std::size_t rank = in_sizes.size(), es = ir::size_bytes(out.dtype());

@@ -6,6 +6,7 @@
 #include "rlx/interp.hpp"
 #include "rlx/ir/lir.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <unordered_map>
@@ -29,6 +30,7 @@ public:
       const ir::LirStep& step = lir_.steps[s];
       if (lir_.place(step.node).home == ir::Home::View) continue; // its root's bytes
       local_.clear();
+      reads_ = &step.reads;
       for (ir::NodeId id : step.nodes) {
         const ir::Node& n = g_.node(id);
         std::vector<Buffer> operands;
@@ -47,11 +49,17 @@ public:
 
 private:
   /// The value of operand `id` of a node being computed: made earlier in the same step, read
-  /// from its bytes, or (a movement folded into its reader) computed from its own operand.
+  /// from its bytes, or (a movement folded into its reader) computed from its own operand. A
+  /// step reads the buffers its rule names (LirStep::reads): an operand with bytes of its own
+  /// that the step does not name is folded into it all the same (a GEMM reads a transpose or the
+  /// heads of a QKV projection through strides, from the buffer under them, while another step
+  /// made that operand for itself and may have freed it already).
   Buffer value(ir::NodeId id) {
     if (auto it = local_.find(id.index); it != local_.end()) return it->second;
-    if (lir_.place(id).home != ir::Home::None || fed_[id.index]) return copy_of(id);
     const ir::Node& n = g_.node(id);
+    bool named = std::find(reads_->begin(), reads_->end(), id) != reads_->end();
+    if (fed_[id.index] || (lir_.place(id).home != ir::Home::None && (named || n.inputs.empty())))
+      return copy_of(id);
     RLX_CHECK(!n.inputs.empty(), "node ", id, " has no bytes in the plan and no operand");
     std::vector<Buffer> operands;
     for (ir::NodeId in : n.inputs) operands.push_back(value(in));
@@ -103,7 +111,8 @@ private:
   std::vector<const Buffer*> fed_;
   std::vector<std::optional<Buffer>> own_; ///< constants, and values of their own not yet freed
   Storage arena_;
-  std::unordered_map<uint32_t, Buffer> local_; ///< the values of the step being run
+  std::unordered_map<uint32_t, Buffer> local_;     ///< the values of the step being run
+  const std::vector<ir::NodeId>* reads_ = nullptr; ///< what the step being run reads
 };
 
 } // namespace

@@ -68,7 +68,11 @@ NodeId along_axis(Emitter& e, NodeId v, int64_t axis, int64_t rank) {
 /// Stable softmax whose fully masked rows (all -inf) give zeros, like the attention kernel.
 NodeId masked_softmax(Emitter& e, NodeId s, int64_t axis) {
   DType t = e.shape(s).dtype();
-  NodeId m = e.reduce(OpKind::ReduceMax, s, {axis});
+  // The shift by the row's max changes no output (exp(s - m) / sum(exp(s - m)) for any finite
+  // m), so no gradient flows through it: without the stop, reverse mode differentiated the max
+  // too (an indicator of the row's maxima, two more row sums and three more passes over the
+  // scores, all adding up to zero).
+  NodeId m = e.op(OpKind::StopGradient, {e.reduce(OpKind::ReduceMax, s, {axis})});
   NodeId is_inf = e.op(OpKind::Eq, {m, e.scalar(kNegInf, t)});
   NodeId safe_m = e.op(OpKind::Where, {is_inf, e.scalar(0, t), m});
   NodeId ex = e.op(OpKind::Exp, {e.sub(s, safe_m)});

@@ -69,6 +69,62 @@ public:
     return true;
   }
 
+  /// add(pad(a), pad(b)) -> pad(concat(a, b)) (or concat(a, b) itself when it fills the
+  /// result): both operands pad with zeros along one and the same axis only, and a's block ends
+  /// where b's starts (or the other way round), so each element is an element of a or of b plus
+  /// zero. The gradients of slices that tile an axis (a fused QKV projection's q, k and v) add
+  /// up this way: one concat instead of three zero-padded copies and two additions.
+  Result adjacent_pads() const {
+    struct Block {
+      NodeId x;
+      int64_t axis = -1, lo = 0, hi = 0;
+    };
+    auto block = [&](std::size_t i) -> std::optional<Block> {
+      const ir::Node& p = operand(i);
+      if (p.op.kind() != OpKind::Pad || p.shape != n_.shape) return std::nullopt;
+      const auto& a = p.op.attrs<ir::PadAttrs>();
+      if (a.mode != ir::PadMode::Constant || a.value != 0.0) return std::nullopt;
+      Block b{p.inputs[0]};
+      for (std::size_t ax = 0; 2 * ax < a.pads.size(); ++ax) {
+        if (a.pads[2 * ax] == 0 && a.pads[2 * ax + 1] == 0) continue;
+        if (b.axis >= 0) return std::nullopt; // padded along two axes
+        b.axis = int64_t(ax);
+        b.lo = a.pads[2 * ax];
+        b.hi = a.pads[2 * ax + 1];
+      }
+      if (b.axis < 0) return std::nullopt;
+      return b;
+    };
+    std::optional<Block> a = block(0), b = block(1);
+    if (!a || !b || a->axis != b->axis || !n_.shape.is_static()) return std::nullopt;
+    const int64_t len = n_.shape.sizes()[std::size_t(a->axis)];
+    if (len - b->lo - b->hi == 0 || len - a->lo - a->hi == 0) return std::nullopt;
+    if (len - a->hi != b->lo) std::swap(a, b); // a's block first
+    if (len - a->hi != b->lo) return std::nullopt;
+    // Operands that are concats along the axis (an earlier pair) are spliced in.
+    std::vector<NodeId> parts;
+    for (NodeId x : {a->x, b->x}) {
+      const ir::Node& c = rw_.out().node(x);
+      int64_t cat_axis = c.op.kind() == OpKind::Concat ? c.op.attrs<ir::ConcatAttrs>().axis : -1;
+      if (cat_axis < 0) cat_axis += int64_t(n_.shape.rank());
+      bool splice = c.op.kind() == OpKind::Concat && cat_axis == a->axis;
+      if (splice)
+        parts.insert(parts.end(), c.inputs.begin(), c.inputs.end());
+      else
+        parts.push_back(x);
+    }
+    std::vector<int64_t> sizes = n_.shape.sizes();
+    sizes[std::size_t(a->axis)] = len - a->lo - b->hi;
+    ir::Shape joined = ir::Shape::of(sizes, n_.shape.dtype());
+    NodeId cat = rw_.append(n_, ir::Op(OpKind::Concat, ir::ConcatAttrs{a->axis}), parts, joined);
+    if (a->lo == 0 && b->hi == 0) return cat;
+    ir::Ints pads(2 * n_.shape.rank(), 0);
+    pads[std::size_t(2 * a->axis)] = a->lo;
+    pads[std::size_t(2 * a->axis + 1)] = b->hi;
+    return rw_.append(n_, ir::Op(OpKind::Pad, ir::PadAttrs{pads, ir::PadMode::Constant, 0.0}),
+                      {cat}, n_.shape);
+  }
+
 private:
   Rewriter& rw_;
   const ir::Node& n_;
@@ -86,6 +142,9 @@ constexpr Identity kIdentities[] = {
     {OpKind::Add, [](const Match& m) { return m.splat(1, 0) ? m.keep(0) : std::nullopt; }},
     // 0 + x -> x (as x + 0)
     {OpKind::Add, [](const Match& m) { return m.splat(0, 0) ? m.keep(1) : std::nullopt; }},
+    // pad(a) + pad(b) -> pad(concat(a, b)), zero pads of adjacent blocks of one axis (exact but
+    // for the sign of a zero, as x + 0)
+    {OpKind::Add, [](const Match& m) { return m.adjacent_pads(); }},
     // x - 0 -> x (exact, -0.0 - 0.0 is -0.0)
     {OpKind::Sub, [](const Match& m) { return m.splat(1, 0) ? m.keep(0) : std::nullopt; }},
     // x * 1 -> x (exact: NaN, infinities and signed zeros pass through)
