@@ -218,6 +218,12 @@ constexpr bool kBuiltWithAvx512 =
 inline std::string json_str(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20) { // control characters (a tab from /proc) as \u00XX
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
+      out += esc;
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
