@@ -45,6 +45,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 namespace rlx::jit {
 
@@ -293,22 +294,26 @@ struct RowEmitter {
   }
 };
 
-/// The element function of row r's prologue: operands constant along the row are read once
-/// here (or are immediates), the others from their row's start on; the kernel's nodes then
-/// compute x, as held for its dtype. bufs: the prologue's operands are the body's first
-/// arguments. Generic plans place operands by class, sized ones by their shapes.
-std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const ir::FusedKernel& k,
-                                                       const RowPlan& plan, ir::NodeId x,
-                                                       llvm::Function* body, llvm::Value* r,
-                                                       llvm::Value* row0, llvm::Type* ety) {
-  llvm::IRBuilder<>& b = B();
-  ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
+/// Where row r's prologue finds its operands: `base[j]`, operand j's first element of the row,
+/// for operands along the row (read element by element or a vector at a time); `row_values`,
+/// by node, for the others, read once per row (constants as immediates), splat to vectors of
+/// w lanes when w > 0. Generic plans place operands by class, sized ones by their shapes.
+struct PrologueOperands {
+  std::vector<llvm::Value*> base;
   std::unordered_map<uint32_t, llvm::Value*> row_values;
-  std::vector<llvm::Value*> base(k.inputs.size(), nullptr);
+};
+PrologueOperands place_prologue_operands(const ir::Graph& g, const ir::FusedKernel& k,
+                                         const RowPlan& plan, llvm::Function* body, llvm::Value* r,
+                                         llvm::Value* row0, unsigned w) {
+  llvm::IRBuilder<>& b = B();
+  auto once = [&](llvm::Value* v) { return w ? b.CreateVectorSplat(w, v) : v; };
+  ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
+  PrologueOperands o;
+  o.base.assign(k.inputs.size(), nullptr);
   for (std::size_t j = 0; j < k.inputs.size(); ++j) {
     const ir::Node& src = g.node(k.buffers[j]);
     if (ew::inline_constant(src)) {
-      row_values.emplace(k.inputs[j].index, ew::constant_value(src));
+      o.row_values.emplace(k.inputs[j].index, once(ew::constant_value(src)));
       continue;
     }
     DType t = k.read_shapes[j].dtype();
@@ -324,11 +329,25 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
     }
     llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)), offset);
     if (contiguous)
-      base[j] = p;
+      o.base[j] = p;
     else
-      row_values.emplace(k.inputs[j].index,
-                         ew::from_storage(b.CreateLoad(ew::storage_type(t), p), t));
+      o.row_values.emplace(k.inputs[j].index,
+                           once(ew::from_storage(b.CreateLoad(ew::storage_type(t), p), t)));
   }
+  return o;
+}
+
+/// The element function of row r's prologue: operands constant along the row are read once
+/// here (or are immediates), the others from their row's start on; the kernel's nodes then
+/// compute x, as held for its dtype. bufs: the prologue's operands are the body's first
+/// arguments. Generic plans place operands by class, sized ones by their shapes.
+std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const ir::FusedKernel& k,
+                                                       const RowPlan& plan, ir::NodeId x,
+                                                       llvm::Function* body, llvm::Value* r,
+                                                       llvm::Value* row0, llvm::Type* ety) {
+  PrologueOperands o = place_prologue_operands(g, k, plan, body, r, row0, 0);
+  std::vector<llvm::Value*> base = std::move(o.base);
+  std::unordered_map<uint32_t, llvm::Value*> row_values = std::move(o.row_values);
   return [&g, &k, x, ety, base, row_values](llvm::Value* i) {
     llvm::IRBuilder<>& bld = B();
     std::unordered_map<uint32_t, llvm::Value*> values = row_values;
@@ -352,36 +371,10 @@ std::function<llvm::Value*(llvm::Value*)> prologue_row(const ir::Graph& g, const
 VectorLoad prologue_vectors(const ir::Graph& g, const ir::FusedKernel& k, const RowPlan& plan,
                             ir::NodeId x, llvm::Function* body, llvm::Value* r, llvm::Value* row0,
                             llvm::Type* ety, unsigned w) {
-  llvm::IRBuilder<>& b = B();
   const llvm::DataLayout& dl = body->getParent()->getDataLayout();
-  ew::RowLayout layout = ew::row_layout(k.read_shapes, k.shape);
-  std::unordered_map<uint32_t, llvm::Value*> row_values;
-  std::vector<llvm::Value*> base(k.inputs.size(), nullptr);
-  for (std::size_t j = 0; j < k.inputs.size(); ++j) {
-    const ir::Node& src = g.node(k.buffers[j]);
-    if (ew::inline_constant(src)) {
-      row_values.emplace(k.inputs[j].index, b.CreateVectorSplat(w, ew::constant_value(src)));
-      continue;
-    }
-    DType t = k.read_shapes[j].dtype();
-    llvm::Value* offset = nullptr;
-    bool contiguous = false;
-    if (plan.generic) {
-      Along a = plan.along[j];
-      offset = a == Along::All ? row0 : a == Along::PerRow ? r : b.getInt64(0);
-      contiguous = a == Along::All || a == Along::Row;
-    } else {
-      offset = ew::broadcast_index(row0, k.read_shapes[j], k.shape);
-      contiguous = layout.contiguous[j];
-    }
-    llvm::Value* p = b.CreateInBoundsGEP(ew::storage_type(t), body->getArg(unsigned(j)), offset);
-    if (contiguous)
-      base[j] = p;
-    else
-      row_values.emplace(
-          k.inputs[j].index,
-          b.CreateVectorSplat(w, ew::from_storage(b.CreateLoad(ew::storage_type(t), p), t)));
-  }
+  PrologueOperands o = place_prologue_operands(g, k, plan, body, r, row0, w);
+  std::vector<llvm::Value*> base = std::move(o.base);
+  std::unordered_map<uint32_t, llvm::Value*> row_values = std::move(o.row_values);
   return [&g, &k, &dl, x, ety, w, base, row_values](llvm::Value* i) {
     llvm::IRBuilder<>& bld = B();
     std::unordered_map<uint32_t, llvm::Value*> values = row_values;
