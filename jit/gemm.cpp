@@ -21,6 +21,14 @@
 #include <memory>
 #include <new>
 
+// g++ 12's AVX-512 headers start some intrinsics (the unpacks and shuffles of the packing
+// transposes) from an "undefined" vector that -Wmaybe-uninitialized flags wherever they are
+// inlined (GCC bug 105593); the warning is about the header, not this file's values.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 namespace rlx::jit {
 
 namespace {
