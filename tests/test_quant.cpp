@@ -55,6 +55,26 @@ const char* const kQuantizeCases[] = {"q_per_tensor_i8", "q_per_tensor_u8",
                                       "q_per_channel_i8_axis0", "q_per_channel_u8_axis2",
                                       "q_per_channel_i8_axis1"};
 
+/// q_matmul(x, w, b, x_zp, w_zp, ...) gives the same bits on the JIT and the interpreter for i8,
+/// u8 and i32 results (i32: the accumulator, out_zp 0 and mult 1; otherwise out_zp 3 and mult).
+void check_q_matmul_backends_agree(const Tensor& x, const Tensor& w, const Tensor& b, int32_t x_zp,
+                                   const std::vector<int32_t>& wzp,
+                                   const std::vector<float>& mult) {
+  auto run = [&](rlx::Backend be, DType out) {
+    rlx::set_default_backend(be);
+    const bool raw = out == DType::I32;
+    return q::q_matmul(x, w, b, x_zp, wzp, raw ? 0 : 3, raw ? std::vector<float>{1} : mult, out)
+        .to_vector<int64_t>();
+  };
+  rlx::Backend saved = rlx::default_backend();
+  for (DType out : {DType::I8, DType::U8, DType::I32}) {
+    CAPTURE(out);
+    std::vector<int64_t> interp = run(rlx::Backend::Interp, out), jit = run(rlx::Backend::Jit, out);
+    CHECK(interp == jit);
+  }
+  rlx::set_default_backend(saved);
+}
+
 } // namespace
 
 TEST_CASE("quantize matches torch.quantize_per_tensor and per_channel, ties to even, saturating") {
@@ -149,19 +169,7 @@ TEST_CASE("q_matmul gives the same bits on the JIT and the interpreter at GEMM-s
   std::vector<float> mult(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < mult.size(); ++i) mult[i] = 1.0f / float(4000 + 37 * i);
   std::vector<int32_t> wzp(static_cast<std::size_t>(n), 0);
-  auto run = [&](rlx::Backend be, DType out) {
-    rlx::set_default_backend(be);
-    const bool raw = out == DType::I32; // the accumulator: out_zp 0, mult 1
-    return q::q_matmul(x, w, b, 128, wzp, raw ? 0 : 3, raw ? std::vector<float>{1} : mult, out)
-        .to_vector<int64_t>();
-  };
-  rlx::Backend saved = rlx::default_backend();
-  for (DType out : {DType::I8, DType::U8, DType::I32}) {
-    CAPTURE(out);
-    std::vector<int64_t> interp = run(rlx::Backend::Interp, out), jit = run(rlx::Backend::Jit, out);
-    CHECK(interp == jit);
-  }
-  rlx::set_default_backend(saved);
+  check_q_matmul_backends_agree(x, w, b, 128, wzp, mult);
 }
 
 TEST_CASE("q_matmul gives the same bits on the JIT and the interpreter with an i8 x, per-channel "
@@ -180,19 +188,7 @@ TEST_CASE("q_matmul gives the same bits on the JIT and the interpreter with an i
   Tensor b = Tensor::from_vector(bv, {n});
   std::vector<float> mult(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < mult.size(); ++i) mult[i] = 1.0f / float(3000 + 53 * i);
-  auto run = [&](rlx::Backend be, DType out) {
-    rlx::set_default_backend(be);
-    const bool raw = out == DType::I32;
-    return q::q_matmul(x, w, b, -5, wzp, raw ? 0 : 3, raw ? std::vector<float>{1} : mult, out)
-        .to_vector<int64_t>();
-  };
-  rlx::Backend saved = rlx::default_backend();
-  for (DType out : {DType::I8, DType::U8, DType::I32}) {
-    CAPTURE(out);
-    std::vector<int64_t> interp = run(rlx::Backend::Interp, out), jit = run(rlx::Backend::Jit, out);
-    CHECK(interp == jit);
-  }
-  rlx::set_default_backend(saved);
+  check_q_matmul_backends_agree(x, w, b, -5, wzp, mult);
 }
 
 TEST_CASE("the JIT plans q_matmul with an i8 w on its int8 GEMM where the CPU has AVX-512 VNNI") {
